@@ -1,0 +1,41 @@
+# Classed conditions. Every error mirrored raises inherits from
+# `mirrored_error`; the subclass says what went wrong:
+# mirrored_value_error (an argument's value), mirrored_shape_error,
+# mirrored_io_error, mirrored_device_error, mirrored_interrupted_error,
+# mirrored_timeout_error, mirrored_internal_error.
+
+abort_kind <- function(kind, message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  cli::cli_abort(message, ..., class = c(paste0("mirrored_", kind, "_error"), "mirrored_error"),
+                 call = call, .envir = .envir)
+}
+
+abort_value <- function(message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  abort_kind("value", message, ..., call = call, .envir = .envir)
+}
+
+# The function that called the function that raises: the user-facing call.
+rlang_caller <- function() sys.call(-2)
+
+# Runs a call into the C++ core; an error from the core (message prefixed
+# "[mirrored:<kind>] " by src/r_glue.h) is re-raised as a classed condition.
+# This is the one translation point between core errors and R conditions.
+with_core <- function(expr, call = sys.call(-1)) {
+  tryCatch(expr, error = function(e) {
+    msg <- conditionMessage(e)
+    m <- regmatches(msg, regexec("^\\[mirrored:([a-z]+)\\] (.*)$", msg))[[1]]
+    if (length(m) == 3) {
+      cli::cli_abort("{m[3]}", class = c(paste0("mirrored_", m[2], "_error"), "mirrored_error"),
+                     call = call)
+    }
+    stop(e)
+  })
+}
+
+describe <- function(x) {
+  if (is.null(x)) return("NULL")
+  if (is.function(x)) return("a function")
+  if (is.character(x) && length(x) == 1) return(paste0("the string \"", x, "\""))
+  if (is.atomic(x) && length(x) == 1) return(paste0(class(x)[1], " ", format(x)))
+  if (is.atomic(x)) return(paste0("a ", class(x)[1], " vector of length ", length(x)))
+  paste0("an object of class <", class(x)[1], ">")
+}

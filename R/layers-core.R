@@ -1,0 +1,147 @@
+#' Densely-connected layer
+#'
+#' `output = activation(dot(input, kernel) + bias)`, with `kernel` of shape
+#' `(input_dim, units)`, as Keras' `Dense`.
+#'
+#' @param object What to compose the layer with: missing (the layer is
+#'   returned), a symbolic tensor from [keras_input()] (the layer is applied
+#'   to it) or a sequential model (the layer is added to it).
+#' @param units Positive integer, dimensionality of the output.
+#' @param activation Name of the activation: `"relu"`, `"sigmoid"`,
+#'   `"tanh"`, `"softmax"`, `"gelu"` or `"linear"`/`NULL` (none).
+#' @param use_bias Whether the layer has a bias vector.
+#' @param kernel_initializer,bias_initializer Initializer objects or names,
+#'   see [initializer_glorot_uniform()].
+#' @param ... `name` (a string) and, for the first layer of a sequential
+#'   model, `input_shape`.
+#' @return A layer, a symbolic tensor or the model, depending on `object`.
+#' @family layers
+#' @seealso [keras_model()], [keras_model_sequential()]
+#' @examples
+#' inputs <- keras_input(shape = 784)
+#' outputs <- inputs |> layer_dense(units = 10, activation = "softmax")
+#' model <- keras_model(inputs, outputs)
+#' @export
+layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
+                        kernel_initializer = "glorot_uniform", bias_initializer = "zeros", ...) {
+  if (!missing(object)) force(object)  # name upstream layers first, as Keras does
+  dots <- layer_dots(list(...))
+  units <- check_int(units, "units", min = 1)
+  activation <- check_activation(activation)
+  check_bool(use_bias, "use_bias")
+  k <- as_initializer(kernel_initializer, "kernel_initializer")
+  b <- as_initializer(bias_initializer, "bias_initializer")
+  layer <- Layer$new("Dense", dots$name %||% auto_name("dense"),
+                     list(units = units, activation = activation, use_bias = use_bias,
+                          kernel_initializer = k, bias_initializer = b,
+                          kernel_init_spec = initializer_spec(k), bias_init_spec = initializer_spec(b),
+                          input_shape = dots$input_shape))
+  compose_layer(if (missing(object)) NULL else object, layer)
+}
+
+#' Apply an activation function
+#'
+#' @inheritParams layer_dense
+#' @param activation Name of the activation: `"relu"`, `"sigmoid"`,
+#'   `"tanh"`, `"softmax"`, `"gelu"` or `"linear"`.
+#' @return A layer, a symbolic tensor or the model, depending on `object`.
+#' @family layers
+#' @seealso [layer_dense()]
+#' @examples
+#' keras_input(shape = 3) |> layer_activation("relu")
+#' @export
+layer_activation <- function(object, activation, ...) {
+  if (!missing(object)) force(object)  # name upstream layers first, as Keras does
+  dots <- layer_dots(list(...))
+  activation <- check_activation(activation)
+  layer <- Layer$new("Activation", dots$name %||% auto_name("activation"),
+                     list(activation = activation, input_shape = dots$input_shape))
+  compose_layer(if (missing(object)) NULL else object, layer)
+}
+
+#' Dropout
+#'
+#' During training, sets a random fraction `rate` of its inputs to 0 and
+#' scales the others by `1 / (1 - rate)`; at inference it passes inputs
+#' through. Masks are drawn from a counter-based generator keyed by the
+#' seed, the training step and the sample's position in the global batch,
+#' so they do not depend on the number of replicas.
+#'
+#' @inheritParams layer_dense
+#' @param rate Fraction of the inputs to drop, in \[0, 1).
+#' @param noise_shape Not supported yet; must be `NULL`.
+#' @param seed Integer seed, or `NULL` to draw one from R's generator.
+#' @return A layer, a symbolic tensor or the model, depending on `object`.
+#' @family layers
+#' @seealso [layer_dense()]
+#' @examples
+#' keras_input(shape = 8) |> layer_dropout(rate = 0.2, seed = 1)
+#' @export
+layer_dropout <- function(object, rate, noise_shape = NULL, seed = NULL, ...) {
+  if (!missing(object)) force(object)  # name upstream layers first, as Keras does
+  dots <- layer_dots(list(...))
+  rate <- check_num(rate, "rate", min = 0, max = 1, max_open = TRUE)
+  if (!is.null(noise_shape)) abort_value("{.arg noise_shape} is not supported yet; use NULL.")
+  layer <- Layer$new("Dropout", dots$name %||% auto_name("dropout"),
+                     list(rate = rate, seed = draw_seed(seed), input_shape = dots$input_shape))
+  compose_layer(if (missing(object)) NULL else object, layer)
+}
+
+#' Flatten the input
+#'
+#' Turns each sample into a vector in row-major (C) order, as Keras does;
+#' the batch dimension is kept.
+#'
+#' @inheritParams layer_dense
+#' @param data_format Only `NULL` or `"channels_last"` is supported.
+#' @return A layer, a symbolic tensor or the model, depending on `object`.
+#' @family layers
+#' @seealso [layer_dense()]
+#' @examples
+#' keras_input(shape = c(28, 28)) |> layer_flatten()
+#' @export
+layer_flatten <- function(object, data_format = NULL, ...) {
+  if (!missing(object)) force(object)  # name upstream layers first, as Keras does
+  dots <- layer_dots(list(...))
+  if (!is.null(data_format) && !identical(data_format, "channels_last")) {
+    abort_value("{.arg data_format} must be NULL or \"channels_last\", not {describe(data_format)}.")
+  }
+  layer <- Layer$new("Flatten", dots$name %||% auto_name("flatten"),
+                     list(input_shape = dots$input_shape))
+  compose_layer(if (missing(object)) NULL else object, layer)
+}
+
+activation_names <- c("linear", "relu", "sigmoid", "tanh", "softmax", "gelu")
+
+check_activation <- function(activation, call = sys.call(-1)) {
+  if (is.null(activation)) return("linear")
+  if (!(is.character(activation) && length(activation) == 1 && activation %in% activation_names)) {
+    abort_value("{.arg activation} must be one of {.val {activation_names}}, not {describe(activation)}.",
+                call = call)
+  }
+  activation
+}
+
+layer_dots <- function(dots, call = sys.call(-1)) {
+  known <- c("name", "input_shape", "trainable", "dtype")
+  bad <- setdiff(names(dots) %||% rep("", length(dots)), known)
+  if (length(dots) && (is.null(names(dots)) || any(names(dots) == ""))) bad <- c(bad, "<unnamed>")
+  if (length(bad)) abort_value("Unknown argument{?s} {.arg {bad}}.", call = call)
+  if (!is.null(dots$name)) check_string(dots$name, "name", call = call)
+  if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
+  if (!is.null(dots$trainable) && !isTRUE(dots$trainable)) {
+    abort_value("{.arg trainable} = FALSE is not supported yet.", call = call)
+  }
+  dots
+}
+
+check_shape <- function(shape, arg, call = sys.call(-1)) {
+  if (is.list(shape)) shape <- unlist(shape)
+  ok <- is.numeric(shape) && length(shape) >= 1 && !anyNA(shape) && all(shape >= 1) &&
+    all(shape == round(shape))
+  if (!ok) abort_value("{.arg {arg}} must be a vector of positive whole numbers, not {describe(shape)}.",
+                       call = call)
+  as.integer(shape)
+}
+
+`%||%` <- function(a, b) if (is.null(a)) b else a

@@ -1,0 +1,153 @@
+# The model objects. A model's weights, optimizer slots and step counters live
+# in the C++ core (one replica per device, reached through an external
+# pointer); the R object holds the graph description, the compile settings
+# and what callbacks need. Models have reference semantics (R6), as in keras3.
+
+MirroredModel <- R6::R6Class("mirrored_model",
+  public = list(
+    name = NULL,
+    optimizer = NULL,
+    loss = NULL,
+    compiled_metrics = NULL,
+    stop_training = FALSE,
+    history = NULL,
+    jit_compile = FALSE,
+    initialize = function(name) {
+      self$name <- name
+    },
+    # The core model, created on first use.
+    ptr = function() {
+      if (is.null(private$.ptr)) private$build_core()
+      private$.ptr
+    },
+    is_built = function() !is.null(private$.ptr),
+    graph = function() private$.graph,
+    get_weights = function() with_core(cpp_model_get_weights(self$ptr())),
+    set_weights = function(weights) {
+      if (!is.list(weights)) abort_value("{.arg weights} must be a list of arrays, not {describe(weights)}.")
+      with_core(cpp_model_set_weights(self$ptr(), weights))
+      invisible(self)
+    },
+    print = function(...) {
+      print_model_summary(self)
+      invisible(self)
+    }
+  ),
+  active = list(
+    layers = function() lapply(private$.graph$nodes, function(n) n$layer),
+    input_shape = function() private$.graph$nodes[[private$.graph$inputs[1] + 1]]$shape,
+    output_shape = function() private$.graph$nodes[[private$.graph$outputs[1] + 1]]$shape,
+    weights = function() self$get_weights()
+  ),
+  private = list(
+    .graph = NULL,
+    .ptr = NULL,
+    build_core = function() {
+      g <- private$.graph
+      if (is.null(g)) abort_value("Model {.val {self$name}} has no input shape yet: give {.arg input_shape} or fit it on data.")
+      nodes <- lapply(g$nodes, function(n) {
+        cfg <- n$layer$config
+        if (n$layer$class_name == "Dense") {
+          cfg$kernel_initializer <- cfg$kernel_init_spec
+          cfg$bias_initializer <- cfg$bias_init_spec
+        }
+        cfg$kernel_init_spec <- cfg$bias_init_spec <- cfg$input_shape <- NULL
+        list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
+             config = cfg)
+      })
+      private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
+                                              model_devices(), model_threads()))
+      if (!is.null(self$optimizer)) compile_core(self)
+    }
+  )
+)
+
+FunctionalModel <- R6::R6Class("mirrored_functional",
+  inherit = MirroredModel,
+  public = list(
+    initialize = function(name, graph) {
+      super$initialize(name)
+      private$.graph <- graph
+    }
+  )
+)
+
+SequentialModel <- R6::R6Class("mirrored_sequential",
+  inherit = MirroredModel,
+  public = list(
+    initialize = function(name, input_shape = NULL) {
+      super$initialize(name)
+      private$.input_shape <- input_shape
+      private$rebuild_graph()
+    },
+    add = function(layer) {
+      if (!inherits(layer, "mirrored_layer")) {
+        abort_value("Only layers can be added to a sequential model, not {describe(layer)}.")
+      }
+      if (layer$class_name == "InputLayer") abort_value("Use {.arg input_shape} instead of adding an input layer.")
+      if (any(vapply(private$.layers, function(l) identical(l, layer), logical(1)))) {
+        abort_value("Layer {.val {layer$name}} is already in the model.")
+      }
+      if (length(private$.layers) == 0 && is.null(private$.input_shape) && !is.null(layer$config$input_shape)) {
+        private$.input_shape <- layer$config$input_shape
+      }
+      old <- if (self$is_built()) self$get_weights() else NULL
+      private$.layers <- c(private$.layers, list(layer))
+      tryCatch(private$rebuild_graph(), error = function(e) {
+        private$.layers <- utils::head(private$.layers, -1)
+        stop(e)
+      })
+      if (!is.null(old)) {
+        private$.ptr <- NULL
+        w <- self$get_weights()
+        w[seq_along(old)] <- old
+        self$set_weights(w)
+      }
+      invisible(self)
+    },
+    # Fixes the input shape (from data) if none was given.
+    build = function(input_shape) {
+      if (is.null(private$.input_shape)) {
+        private$.input_shape <- as.integer(input_shape)
+        private$rebuild_graph()
+      }
+      invisible(self)
+    }
+  ),
+  active = list(
+    layers = function() private$.layers
+  ),
+  private = list(
+    .layers = list(),
+    .input_shape = NULL,
+    .input_name = NULL,
+    rebuild_graph = function() {
+      if (is.null(private$.input_shape) || length(private$.layers) == 0) {
+        private$.graph <- NULL
+        return(invisible())
+      }
+      private$.input_name <- private$.input_name %||% auto_name("input_layer")
+      input <- Layer$new("InputLayer", private$.input_name, list(shape = private$.input_shape))
+      shape <- private$.input_shape
+      nodes <- list(list(layer = input, shape = shape, inputs = integer()))
+      for (k in seq_along(private$.layers)) {
+        layer <- private$.layers[[k]]
+        if (layer$class_name == "Dense" && length(shape) < 1) {
+          abort_value("Layer {.val {layer$name}} (Dense) needs an input of rank >= 1 per sample.")
+        }
+        shape <- layer$output_shape(shape)
+        nodes[[k + 1]] <- list(layer = layer, shape = shape, inputs = k - 1L)
+      }
+      private$.graph <- list(nodes = nodes, inputs = 0L, outputs = length(nodes) - 1L)
+    }
+  )
+)
+
+# Devices of the model's replicas; the strategy issue extends this.
+model_devices <- function() "cpu:0"
+
+# CPU threads per replica: option mirrored.cpu_threads, else all cores.
+model_threads <- function() {
+  n <- getOption("mirrored.cpu_threads", 0L)
+  check_int(n, "options(mirrored.cpu_threads)", min = 0)
+}

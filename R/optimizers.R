@@ -1,0 +1,165 @@
+# Optimizers: Keras 3's defaults and update rules (applied by the C++ core
+# in one fused pass over each replica's flat parameter buffer).
+
+Optimizer <- R6::R6Class("mirrored_optimizer",
+  public = list(
+    class_name = NULL,
+    name = NULL,
+    config = NULL,
+    initialize = function(class_name, name, config) {
+      self$class_name <- class_name
+      self$name <- name
+      self$config <- config
+      private$lr <- config$learning_rate
+    },
+    # Called by compile(): updates to learning_rate reach this model's core.
+    attach = function(model) {
+      private$model <- model
+      invisible(self)
+    },
+    core_spec = function() {
+      c <- self$config
+      list(kind = c$kind, learning_rate = private$lr, beta_1 = c$beta_1 %||% 0.9,
+           beta_2 = c$beta_2 %||% 0.999, epsilon = c$epsilon %||% 1e-7,
+           amsgrad = c$amsgrad %||% FALSE, weight_decay = c$weight_decay %||% 0,
+           momentum = c$momentum %||% 0, nesterov = c$nesterov %||% FALSE, rho = c$rho %||% 0.9,
+           centered = c$centered %||% FALSE)
+    },
+    print = function(...) {
+      cat("<", self$class_name, " learning_rate=", format(private$lr), ">\n", sep = "")
+      invisible(self)
+    }
+  ),
+  active = list(
+    learning_rate = function(value) {
+      if (missing(value)) return(private$lr)
+      value <- check_num(value, "learning_rate", min = 0)
+      private$lr <- value
+      if (!is.null(private$model) && private$model$is_built()) {
+        with_core(cpp_model_set_learning_rate(private$model$ptr(), value))
+      }
+    },
+    iterations = function() {
+      if (is.null(private$model) || !private$model$is_built()) return(0)
+      with_core(cpp_model_iterations(private$model$ptr()))
+    }
+  ),
+  private = list(lr = NULL, model = NULL)
+)
+
+check_unsupported <- function(...) {
+  args <- list(...)
+  for (nm in names(args)) {
+    v <- args[[nm]]
+    if (!is.null(v) && !identical(v, FALSE)) {
+      abort_value("{.arg {nm}} is not supported yet; leave it at its default.", call = sys.call(-1))
+    }
+  }
+}
+
+#' Optimizers
+#'
+#' Gradient descent (with momentum), Adam, AdamW and RMSprop with Keras 3's
+#' defaults and update rules. Adam folds both bias corrections into the step
+#' size, `lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)`, with `epsilon` added to
+#' `sqrt(v)`, as Keras does; AdamW first decays each weight by
+#' `weight_decay * learning_rate`.
+#'
+#' @param learning_rate Step size (a number >= 0). It can be changed later
+#'   with `model$optimizer$learning_rate <- value`.
+#' @param momentum,nesterov SGD momentum and Nesterov momentum; RMSprop momentum.
+#' @param beta_1,beta_2,epsilon,amsgrad Adam's exponential decay rates,
+#'   stability constant and AMSGrad variant.
+#' @param weight_decay Decoupled weight decay (`NULL`: none; AdamW: 0.004).
+#' @param rho,centered RMSprop's discounting factor and centred variant.
+#' @param clipnorm,clipvalue,global_clipnorm,use_ema,ema_momentum,ema_overwrite_frequency,loss_scale_factor,gradient_accumulation_steps
+#'   Not supported yet (must keep their defaults).
+#' @param name Name of the optimizer.
+#' @param ... Unused.
+#' @return An optimizer object for [compile.mirrored_model()].
+#' @family optimizers
+#' @seealso [compile.mirrored_model()]
+#' @examples
+#' optimizer_adam(learning_rate = 1e-3)
+#' optimizer_sgd(learning_rate = 0.1, momentum = 0.9, nesterov = TRUE)
+#' @export
+optimizer_sgd <- function(learning_rate = 0.01, momentum = 0, nesterov = FALSE, weight_decay = NULL,
+                          clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE,
+                          ema_momentum = 0.99, ema_overwrite_frequency = NULL, name = "SGD", ...,
+                          loss_scale_factor = NULL, gradient_accumulation_steps = NULL) {
+  check_unsupported(clipnorm = clipnorm, clipvalue = clipvalue, global_clipnorm = global_clipnorm,
+                    use_ema = use_ema, ema_overwrite_frequency = ema_overwrite_frequency,
+                    loss_scale_factor = loss_scale_factor,
+                    gradient_accumulation_steps = gradient_accumulation_steps)
+  Optimizer$new("SGD", check_string(name, "name"), list(
+    kind = "sgd", learning_rate = check_num(learning_rate, "learning_rate", min = 0),
+    momentum = check_num(momentum, "momentum", min = 0, max = 1), nesterov = check_bool(nesterov, "nesterov"),
+    weight_decay = check_num(weight_decay, "weight_decay", min = 0, null_ok = TRUE) %||% 0))
+}
+
+#' @rdname optimizer_sgd
+#' @export
+optimizer_adam <- function(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-07,
+                           amsgrad = FALSE, weight_decay = NULL, clipnorm = NULL, clipvalue = NULL,
+                           global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
+                           ema_overwrite_frequency = NULL, name = "adam", ..., loss_scale_factor = NULL,
+                           gradient_accumulation_steps = NULL) {
+  check_unsupported(clipnorm = clipnorm, clipvalue = clipvalue, global_clipnorm = global_clipnorm,
+                    use_ema = use_ema, ema_overwrite_frequency = ema_overwrite_frequency,
+                    loss_scale_factor = loss_scale_factor,
+                    gradient_accumulation_steps = gradient_accumulation_steps)
+  Optimizer$new("Adam", check_string(name, "name"), adam_config("adam", learning_rate, beta_1, beta_2,
+                                                               epsilon, amsgrad, weight_decay %||% 0))
+}
+
+#' @rdname optimizer_sgd
+#' @export
+optimizer_adam_w <- function(learning_rate = 0.001, weight_decay = 0.004, beta_1 = 0.9, beta_2 = 0.999,
+                             epsilon = 1e-07, amsgrad = FALSE, clipnorm = NULL, clipvalue = NULL,
+                             global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
+                             ema_overwrite_frequency = NULL, name = "adamw", ..., loss_scale_factor = NULL,
+                             gradient_accumulation_steps = NULL) {
+  check_unsupported(clipnorm = clipnorm, clipvalue = clipvalue, global_clipnorm = global_clipnorm,
+                    use_ema = use_ema, ema_overwrite_frequency = ema_overwrite_frequency,
+                    loss_scale_factor = loss_scale_factor,
+                    gradient_accumulation_steps = gradient_accumulation_steps)
+  Optimizer$new("AdamW", check_string(name, "name"), adam_config("adamw", learning_rate, beta_1, beta_2,
+                                                                epsilon, amsgrad, weight_decay))
+}
+
+#' @rdname optimizer_sgd
+#' @export
+optimizer_rmsprop <- function(learning_rate = 0.001, rho = 0.9, momentum = 0, epsilon = 1e-07,
+                              centered = FALSE, weight_decay = NULL, clipnorm = NULL, clipvalue = NULL,
+                              global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
+                              ema_overwrite_frequency = NULL, name = "rmsprop", ..., loss_scale_factor = NULL,
+                              gradient_accumulation_steps = NULL) {
+  check_unsupported(clipnorm = clipnorm, clipvalue = clipvalue, global_clipnorm = global_clipnorm,
+                    use_ema = use_ema, ema_overwrite_frequency = ema_overwrite_frequency,
+                    loss_scale_factor = loss_scale_factor,
+                    gradient_accumulation_steps = gradient_accumulation_steps)
+  Optimizer$new("RMSprop", check_string(name, "name"), list(
+    kind = "rmsprop", learning_rate = check_num(learning_rate, "learning_rate", min = 0),
+    rho = check_num(rho, "rho", min = 0, max = 1), momentum = check_num(momentum, "momentum", min = 0, max = 1),
+    epsilon = check_num(epsilon, "epsilon", min = 0), centered = check_bool(centered, "centered"),
+    weight_decay = check_num(weight_decay, "weight_decay", min = 0, null_ok = TRUE) %||% 0))
+}
+
+adam_config <- function(kind, learning_rate, beta_1, beta_2, epsilon, amsgrad, weight_decay,
+                        call = sys.call(-1)) {
+  list(kind = kind, learning_rate = check_num(learning_rate, "learning_rate", min = 0, call = call),
+       beta_1 = check_num(beta_1, "beta_1", min = 0, max = 1, max_open = TRUE, call = call),
+       beta_2 = check_num(beta_2, "beta_2", min = 0, max = 1, max_open = TRUE, call = call),
+       epsilon = check_num(epsilon, "epsilon", min = 0, call = call),
+       amsgrad = check_bool(amsgrad, "amsgrad", call = call),
+       weight_decay = check_num(weight_decay, "weight_decay", min = 0, call = call))
+}
+
+as_optimizer <- function(x, call = sys.call(-1)) {
+  if (inherits(x, "mirrored_optimizer")) return(x)
+  known <- list(sgd = optimizer_sgd, adam = optimizer_adam, adamw = optimizer_adam_w,
+                adam_w = optimizer_adam_w, rmsprop = optimizer_rmsprop)
+  if (is.character(x) && length(x) == 1 && tolower(x) %in% names(known)) return(known[[tolower(x)]]())
+  abort_value("{.arg optimizer} must be one of {.val {c('sgd', 'adam', 'adamw', 'rmsprop')}} or an optimizer object, not {describe(x)}.",
+              call = call)
+}

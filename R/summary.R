@@ -1,0 +1,70 @@
+#' Print a summary of a model
+#'
+#' Prints Keras' layer table: each layer's name and type, output shape and
+#' number of parameters, then the totals (and, once the optimizer has taken
+#' a step, the size of its state).
+#'
+#' @param object A model.
+#' @param ... Unused.
+#' @return The model, invisibly.
+#' @family model functions
+#' @seealso [keras_model()]
+#' @examples
+#' model <- keras_model_sequential(input_shape = 784) |>
+#'   layer_dense(units = 256, activation = "relu") |>
+#'   layer_dense(units = 10)
+#' summary(model)
+#' @export
+summary.mirrored_model <- function(object, ...) {
+  print_model_summary(object)
+  invisible(object)
+}
+
+print_model_summary <- function(model) {
+  g <- model$graph()
+  if (is.null(g)) {
+    cat("Model: \"", model$name, "\" (unbuilt: no input shape yet; ",
+        length(model$layers), " layer", if (length(model$layers) != 1) "s", ")\n", sep = "")
+    return(invisible(model))
+  }
+  nodes <- g$nodes
+  params <- vapply(nodes, node_param_count, numeric(1), nodes = nodes)
+  shapes <- vapply(nodes, function(n) paste0("(None", paste0(", ", n$shape, collapse = ""), ")"), character(1))
+  keep <- if (inherits(model, "mirrored_sequential")) seq_along(nodes)[-1] else seq_along(nodes)
+  seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 &&
+    all(vapply(seq_along(nodes)[-1], function(k) identical(as.integer(nodes[[k]]$inputs), k - 2L), logical(1)))
+  connected <- vapply(nodes, function(n) {
+    if (!length(n$inputs)) return("-")
+    paste0(vapply(n$inputs, function(i) nodes[[i + 1]]$layer$name, character(1)), "[0][0]", collapse = ", ")
+  }, character(1))
+  rows <- data.frame(
+    name = vapply(nodes, function(n) n$layer$name, character(1))[keep],
+    class_name = vapply(nodes, function(n) n$layer$class_name, character(1))[keep],
+    output_shape = shapes[keep], params = params[keep],
+    connected_to = if (seq_like) NA_character_ else connected[keep],
+    stringsAsFactors = FALSE)
+  total <- sum(params)
+  opt_params <- NULL
+  if (!is.null(model$optimizer) && model$is_built() && model$optimizer$iterations > 0) {
+    opt_params <- 2 + total * length(slot_names_r(model$optimizer$config))
+  }
+  # Keras counts the optimizer's variables in the total once it is built.
+  cat(format_summary_table(model$name, rows, total + (opt_params %||% 0), total, 0,
+                           optimizer_params = opt_params), sep = "\n")
+  invisible(model)
+}
+
+node_param_count <- function(node, nodes) {
+  if (node$layer$class_name != "Dense") return(0)
+  in_shape <- nodes[[node$inputs[1] + 1]]$shape
+  units <- node$layer$config$units
+  utils::tail(in_shape, 1) * units + if (isTRUE(node$layer$config$use_bias)) units else 0
+}
+
+# The optimizer's slot variables per trainable variable (Keras' order).
+slot_names_r <- function(config) {
+  switch(config$kind,
+    sgd = if ((config$momentum %||% 0) != 0) "momentum" else character(),
+    adam = , adamw = c("momentum", "velocity", if (isTRUE(config$amsgrad)) "velocity_hat"),
+    rmsprop = c("velocity", if ((config$momentum %||% 0) > 0) "momentum", if (isTRUE(config$centered)) "average_gradient"))
+}

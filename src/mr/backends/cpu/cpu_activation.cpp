@@ -1,0 +1,172 @@
+// Activations (forward and backward) and dropout on the CPU.
+//
+// Backward inputs used (callers pass both x and y; y may alias x in place for
+// every activation but softmax and gelu, so those that allow aliasing read y):
+//   linear: neither; relu: y (y > 0 <=> x > 0); sigmoid: y; tanh: y;
+//   softmax: y; gelu: x.
+#include <cfloat>
+#include <cmath>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace mr {
+
+namespace {
+
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+inline float sigmoid(float x) {
+  // Stable on both tails: exp never overflows.
+  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
+  const float e = std::exp(x);
+  return e / (1.0f + e);
+}
+
+// Row-wise softmax, max-subtracted; outputs below FLT_MIN are set to exactly 0
+// (subnormal probabilities would otherwise slow down every later op on them).
+void softmax_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, float* y) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * cols;
+    float* yr = y + r * cols;
+    float mx = xr[0];
+    for (int64_t c = 1; c < cols; ++c) mx = xr[c] > mx ? xr[c] : mx;
+    float sum = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) {
+      yr[c] = std::exp(xr[c] - mx);
+      sum += yr[c];
+    }
+    const float inv = 1.0f / sum;
+    for (int64_t c = 0; c < cols; ++c) {
+      const float p = yr[c] * inv;
+      yr[c] = p < FLT_MIN ? 0.0f : p;
+    }
+  }
+}
+
+void softmax_backward_rows(int64_t r0, int64_t r1, int64_t cols, const float* y, const float* dy,
+                           float* dx) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* yr = y + r * cols;
+    const float* dyr = dy + r * cols;
+    float* dxr = dx + r * cols;
+    float dot = 0.0f;
+    for (int64_t c = 0; c < cols; ++c) dot += dyr[c] * yr[c];
+    for (int64_t c = 0; c < cols; ++c) dxr[c] = yr[c] * (dyr[c] - dot);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
+                                    float* y) {
+  const int64_t n = rows * cols;
+  switch (act) {
+    case Activation::linear:
+      if (x != y) copy(y, x, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case Activation::relu:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+      });
+      return;
+    case Activation::sigmoid:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain / 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = sigmoid(x[i]);
+      });
+      return;
+    case Activation::tanh:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain / 4, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = std::tanh(x[i]);
+      });
+      return;
+    case Activation::softmax:
+      MR_CHECK(x != y, internal, "softmax cannot run in place");
+      if (cols == 0) return;
+      cpu::for_rows(team_, rows, cols * 4,
+                    [&](int64_t r0, int64_t r1) { softmax_rows(r0, r1, cols, x, y); });
+      return;
+    case Activation::gelu:
+      MR_CHECK(x != y, internal, "gelu cannot run in place");
+      cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+      });
+      return;
+  }
+  fail(ErrorKind::internal, "unknown activation");
+}
+
+void CpuBackend::activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
+                                     const float* y, const float* dy, float* dx) {
+  const int64_t n = rows * cols;
+  switch (act) {
+    case Activation::linear:
+      if (dx != dy) copy(dx, dy, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case Activation::relu:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      });
+      return;
+    case Activation::sigmoid:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+      });
+      return;
+    case Activation::tanh:
+      cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+      });
+      return;
+    case Activation::softmax:
+      if (cols == 0) return;
+      cpu::for_rows(team_, rows, cols * 2, [&](int64_t r0, int64_t r1) {
+        softmax_backward_rows(r0, r1, cols, y, dy, dx);
+      });
+      return;
+    case Activation::gelu:
+      // d/dx [x Phi(x)] = Phi(x) + x phi(x).
+      cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const float xi = x[i];
+          const float cdf = 0.5f * (1.0f + std::erf(xi * kInvSqrt2));
+          const float pdf = kInvSqrt2Pi * std::exp(-0.5f * xi * xi);
+          dx[i] = dy[i] * (cdf + xi * pdf);
+        }
+      });
+      return;
+  }
+  fail(ErrorKind::internal, "unknown activation");
+}
+
+void CpuBackend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
+                                 uint64_t step, uint32_t stream, int64_t row_offset,
+                                 const float* x, float* mask, float* y) {
+  MR_CHECK(rate >= 0.0f && rate < 1.0f, value, "dropout rate must be in [0, 1), got ", rate);
+  MR_CHECK(row_offset >= 0, value, "dropout row_offset must be >= 0, got ", row_offset);
+  const RandomStream rs(seed, step, stream);
+  const float scale = 1.0f / (1.0f - rate);
+  // Element (r, c) draws word g of the stream, g = (row_offset + r) * cols + c:
+  // the mask of a global row never depends on which replica or member draws it.
+  const uint64_t base = static_cast<uint64_t>(row_offset) * static_cast<uint64_t>(cols);
+  cpu::for_rows(team_, rows, cols * 8, [&](int64_t r0, int64_t r1) {
+    const uint64_t g0 = base + static_cast<uint64_t>(r0 * cols);
+    const uint64_t g1 = base + static_cast<uint64_t>(r1 * cols);
+    if (g1 == g0) return;
+    for (uint64_t blk = g0 >> 2; blk <= (g1 - 1) >> 2; ++blk) {
+      const Philox4 words = rs.block(blk);
+      for (uint64_t w = 0; w < 4; ++w) {
+        const uint64_t g = blk * 4 + w;
+        if (g < g0 || g >= g1) continue;
+        const int64_t i = static_cast<int64_t>(g - base);
+        const float m = RandomStream::uniform_of(words[w]) >= rate ? scale : 0.0f;
+        mask[i] = m;
+        y[i] = x[i] * m;
+      }
+    }
+  });
+}
+
+}  // namespace mr

@@ -1,0 +1,134 @@
+// The CPU backend: one per replica ("cpu:<index>"), computing on its own
+// ThreadTeam. Device memory is host memory (64-byte aligned, zeroed). Every op
+// runs with flush-to-zero set (the team sets it on the caller for the call and
+// on its members for their lifetime). Element-wise ops split n, row-wise ops
+// split rows, gemm splits C by columns (else rows); small ops run inline.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/backend.h"
+#include "core/thread_team.h"
+
+namespace mr {
+
+class CpuBackend : public Backend {
+ public:
+  CpuBackend(int index, int threads);
+
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string name() const override { return "cpu:" + std::to_string(index_); }
+  int threads() const { return team_.size(); }
+
+  DeviceBuffer allocate(size_t bytes) override;
+  void release(void* p) noexcept override;
+  void upload(void* dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override {}
+
+  void fill(int64_t n, float* x, float value) override;
+  void axpy(int64_t n, float alpha, const float* x, float* y) override;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+            int64_t ldc) override;
+  void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) override;
+  void bias_grad(int64_t rows, int64_t cols, const float* dy, float* db, bool accumulate) override;
+
+  void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
+                          float* y) override;
+  void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
+                           const float* y, const float* dy, float* dx) override;
+
+  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+                       uint32_t stream, int64_t row_offset, const float* x, float* mask,
+                       float* y) override;
+  void multiply(int64_t n, const float* a, const float* b, float* out) override;
+
+  void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
+            const float* target, float grad_scale, float* dpred, double* loss_acc) override;
+  void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,
+              const float* target, double* acc) override;
+
+  void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                  bool nesterov, float wd_lr) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
+                   float alpha, float beta1, float beta2, float epsilon, float wd_lr) override;
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                      float lr, float rho, float momentum, float epsilon, float wd_lr) override;
+
+  ThreadTeam& team() { return team_; }
+
+ private:
+  int index_;
+  ThreadTeam team_;
+};
+
+// Throws mr::Error (device) when this CPU lacks an instruction set the build
+// compiled the CPU kernels for (AVX-512 / AVX2+FMA with MR_NATIVE).
+void require_cpu_isa();
+
+std::unique_ptr<Backend> make_cpu_backend(int index, int threads);
+
+namespace cpu {
+
+// Work thresholds (elements) below which an op runs inline on the caller: a
+// team handoff costs ~1-3 us, which an element-wise pass over 16k floats
+// (~2-4 us) only just repays.
+constexpr int64_t kElementwiseGrain = 16384;
+// Row-wise ops: split rows when rows*cols reaches this many elements.
+constexpr int64_t kRowwiseMinWork = 16384;
+
+// parallel_for with any callable; the std::function the team sees captures one
+// pointer, so no op allocates.
+template <typename F>
+void for_range(ThreadTeam& team, int64_t n, int64_t grain, F&& f) {
+  auto* fp = &f;
+  team.parallel_for(n, grain, [fp](int64_t b, int64_t e) { (*fp)(b, e); });
+}
+
+// Splits rows when rows * row_cost (element-equivalents of work) is large
+// enough; f(r0, r1) handles rows [r0, r1).
+template <typename F>
+void for_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
+  const int64_t work = rows * (row_cost > 0 ? row_cost : 1);
+  const int64_t grain = work < kRowwiseMinWork ? (rows > 0 ? rows : 1) : 1;
+  for_range(team, rows, grain, f);
+}
+
+// Most members a team may have (reductions keep one partial per member on the
+// stack).
+constexpr int kMaxTeamSize = 256;
+
+// Sums f(r0, r1) (a double) over row chunks; the partials are added in member
+// order, so the result is deterministic for a given team size.
+template <typename F>
+double reduce_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
+  if (rows <= 0) return 0.0;
+  const int size = team.size();
+  const int64_t work = rows * (row_cost > 0 ? row_cost : 1);
+  if (size == 1 || work < kRowwiseMinWork || rows < size) {
+    double total = 0.0;
+    for_range(team, 1, 1, [&](int64_t, int64_t) { total = f(int64_t{0}, rows); });
+    return total;
+  }
+  double partial[kMaxTeamSize] = {};
+  const int64_t chunk = (rows + size - 1) / size;
+  auto body = [&](int member, int) {
+    const int64_t r0 = chunk * member;
+    if (r0 >= rows) return;
+    partial[member] = f(r0, r0 + chunk < rows ? r0 + chunk : rows);
+  };
+  auto* bp = &body;
+  team.run([bp](int member, int sz) { (*bp)(member, sz); });
+  double total = 0.0;
+  for (int m = 0; m < size; ++m) total += partial[m];
+  return total;
+}
+
+}  // namespace cpu
+
+}  // namespace mr

@@ -1,0 +1,130 @@
+// gemm on the CPU: C[m,n] = alpha * op(A) * op(B) + beta * C, row-major.
+// The output is split across the team (by column blocks of C when n is wide
+// enough, else by row blocks) and each member runs a single-threaded GEMM on
+// its block: Eigen (default) or, with MR_WITH_OPENBLAS, cblas_sgemm. Eigen is
+// included in this file only (its compile flags are set for this file alone).
+#include <algorithm>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+
+#if defined(MR_WITH_OPENBLAS)
+#include <cblas.h>
+#else
+#include <Eigen/Core>
+#endif
+
+namespace mr {
+
+namespace {
+
+// Below this many multiply-adds a product runs on the caller alone: the
+// handoff (~1-3 us) costs more than the work (64x10x256 is ~3 us at 50 GFLOP/s).
+constexpr int64_t kParallelMinMacs = 256 * 1024;
+// Column blocks are multiples of 16 floats (one AVX-512 register; the packed
+// panels of B then have no ragged edge inside a block).
+constexpr int64_t kColumnGrain = 16;
+constexpr int64_t kRowGrain = 8;
+
+#if defined(MR_WITH_OPENBLAS)
+
+void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+#else
+
+using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+
+template <typename A, typename B>
+void eigen_product(const A& opa, const B& opb, float alpha, float beta, MutMap& cm) {
+  // BLAS convention: beta == 0 never reads C (it may hold NaN or garbage).
+  if (beta == 0.0f) {
+    cm.noalias() = alpha * opa * opb;
+  } else {
+    if (beta != 1.0f) cm *= beta;
+    cm.noalias() += alpha * opa * opb;
+  }
+}
+
+void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  MutMap cm(c, m, n, Eigen::OuterStride<>(ldc));
+  // Stored shapes: A is m x k (k x m when transposed), B is k x n (n x k).
+  ConstMap am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
+  ConstMap bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
+  if (!ta && !tb) eigen_product(am, bm, alpha, beta, cm);
+  if (!ta && tb) eigen_product(am, bm.transpose(), alpha, beta, cm);
+  if (ta && !tb) eigen_product(am.transpose(), bm, alpha, beta, cm);
+  if (ta && tb) eigen_product(am.transpose(), bm.transpose(), alpha, beta, cm);
+}
+
+#endif
+
+// C = beta * C for k == 0 (no product term); beta == 0 writes zeros.
+void scale_only(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i) {
+    float* ci = c + i * ldc;
+    for (int64_t j = 0; j < n; ++j) ci[j] = beta == 0.0f ? 0.0f : beta * ci[j];
+  }
+}
+
+}  // namespace
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                      const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                      float* c, int64_t ldc) {
+  MR_CHECK(m >= 0 && n >= 0 && k >= 0, shape, "gemm sizes must be >= 0, got m=", m, " n=", n,
+           " k=", k);
+  if (m == 0 || n == 0) return;
+  MR_CHECK(ldc >= n && lda >= std::max<int64_t>(1, trans_a ? m : k) &&
+               ldb >= std::max<int64_t>(1, trans_b ? k : n),
+           shape, "gemm leading dimensions too small: lda=", lda, " ldb=", ldb, " ldc=", ldc);
+#if defined(MR_WITH_OPENBLAS)
+  MR_CHECK(m <= 0x7fffffff && n <= 0x7fffffff && k <= 0x7fffffff && lda <= 0x7fffffff &&
+               ldb <= 0x7fffffff && ldc <= 0x7fffffff,
+           shape, "gemm sizes exceed the 32-bit BLAS interface");
+#endif
+  if (k == 0) {
+    cpu::for_range(team_, m, m, [&](int64_t, int64_t) { scale_only(m, n, beta, c, ldc); });
+    return;
+  }
+  const int size = team_.size();
+  const bool small = m * n * k < kParallelMinMacs || size == 1;
+  if (small) {
+    cpu::for_range(team_, 1, 1, [&](int64_t, int64_t) {
+      block_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    });
+    return;
+  }
+  if (n >= kColumnGrain * 2 * size) {
+    // Column blocks: each member packs its own slice of B and all of A.
+    cpu::for_range(team_, n, kColumnGrain, [&](int64_t j0, int64_t j1) {
+      const float* bj = trans_b ? b + j0 * ldb : b + j0;
+      block_gemm(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
+    });
+  } else {
+    cpu::for_range(team_, m, kRowGrain, [&](int64_t i0, int64_t i1) {
+      const float* ai = trans_a ? a + i0 : a + i0 * lda;
+      block_gemm(trans_a, trans_b, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta, c + i0 * ldc,
+                 ldc);
+    });
+  }
+}
+
+#if defined(MR_WITH_OPENBLAS)
+namespace {
+// Team members are the parallelism: OpenBLAS itself must stay single-threaded.
+const bool kOpenblasSingleThreaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+}  // namespace
+#endif
+
+}  // namespace mr

@@ -1,0 +1,137 @@
+// The op set. Layers, losses, metrics and optimizers are written once against
+// this interface; each backend (cpu/, cuda/) implements it. All pointers are
+// device pointers of the backend that receives them, all matrices are row-major
+// and dense (leading dimension = columns unless an ld argument says otherwise).
+//
+// Invariants every implementation keeps:
+// - ops are ordered: an op sees the results of every op issued before it on the
+//   same backend (a CUDA backend uses one compute stream per replica);
+// - ops never allocate on the hot path beyond what allocate() returned before;
+// - results are deterministic for a given input (no atomics whose order changes
+//   sums), so replicas stay bit-identical.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace mr {
+
+enum class DeviceKind { cpu, cuda };
+
+enum class Activation { linear, relu, sigmoid, tanh, softmax, gelu };
+
+// Losses compute per-sample values (the mean over the last axis for the
+// element-wise ones, as Keras' loss functions do) and their gradient.
+enum class LossKind {
+  sparse_categorical_crossentropy,  // target: class index per row (stored as float)
+  categorical_crossentropy,         // target: same shape as prediction
+  binary_crossentropy,              // target: same shape as prediction, 0..1
+  mean_squared_error                // target: same shape as prediction
+};
+
+// Metrics add per-sample values into acc[0] and the number of samples into acc[1].
+enum class MetricKind {
+  sparse_categorical_accuracy,
+  categorical_accuracy,
+  binary_accuracy,
+  mean_absolute_error
+};
+
+class Backend;
+
+// Frees device memory through the backend that allocated it.
+struct DeviceFree {
+  Backend* owner = nullptr;
+  void operator()(void* p) const noexcept;
+};
+using DeviceBuffer = std::unique_ptr<void, DeviceFree>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual DeviceKind kind() const = 0;
+  // "cpu:0", "cuda:1", ...
+  virtual std::string name() const = 0;
+
+  // ---- memory ---------------------------------------------------------------
+  // Returns zeroed memory aligned to at least 64 bytes. bytes == 0 is allowed.
+  virtual DeviceBuffer allocate(size_t bytes) = 0;
+  virtual void release(void* p) noexcept = 0;
+  virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void download(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  // Waits until every op issued so far has finished.
+  virtual void synchronize() = 0;
+
+  // ---- element-wise and BLAS ------------------------------------------------
+  virtual void fill(int64_t n, float* x, float value) = 0;
+  // y += alpha * x
+  virtual void axpy(int64_t n, float alpha, const float* x, float* y) = 0;
+  // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(X) = X or X^T.
+  virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float* a, int64_t lda, const float* b,
+                    int64_t ldb, float beta, float* c, int64_t ldc) = 0;
+  // y[r, c] += bias[c]
+  virtual void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) = 0;
+  // db[c] = (accumulate ? db[c] : 0) + sum_r dy[r, c]
+  virtual void bias_grad(int64_t rows, int64_t cols, const float* dy, float* db,
+                         bool accumulate) = 0;
+
+  // ---- activations (row-wise for softmax) -----------------------------------
+  // y may alias x except for softmax and gelu.
+  virtual void activation_forward(Activation act, int64_t rows, int64_t cols,
+                                  const float* x, float* y) = 0;
+  // dx from the input x, the output y and the output gradient dy. dx may alias dy.
+  virtual void activation_backward(Activation act, int64_t rows, int64_t cols,
+                                   const float* x, const float* y, const float* dy,
+                                   float* dx) = 0;
+
+  // ---- dropout ----------------------------------------------------------------
+  // mask[i] = 0 or 1/(1-rate), drawn from Philox keyed by (seed, step, stream,
+  // row_offset*cols + i) so that the mask of a global row does not depend on
+  // which replica computes it; y = x * mask.
+  virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
+                               uint64_t step, uint32_t stream, int64_t row_offset,
+                               const float* x, float* mask, float* y) = 0;
+  // dx = dy * mask (dx may alias dy)
+  virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
+
+  // ---- losses and metrics ---------------------------------------------------
+  // pred, target: rows x cols (sparse CE: target is rows x 1 of class indices).
+  // Writes dpred = grad_scale * d(per-sample loss)/d(pred) (not when dpred is
+  // null) and adds the sum over rows of the per-sample losses to *loss_acc.
+  // Class indices outside 0..cols-1 make the op throw mr::Error (value).
+  virtual void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols,
+                    const float* pred, const float* target, float grad_scale,
+                    float* dpred, double* loss_acc) = 0;
+  // acc[0] += sum of per-sample metric values, acc[1] += rows.
+  virtual void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols,
+                      const float* pred, const float* target, double* acc) = 0;
+
+  // ---- optimizer updates over flat buffers (Keras 3 formulas) -----------------
+  // Weight decay first when wd_lr > 0: w -= w * wd_lr (wd_lr = weight_decay * lr).
+  // SGD: momentum == 0: w -= lr * g; else m = momentum*m - lr*g and
+  //      w += m (nesterov: w += momentum*m - lr*g). m may be null when momentum == 0.
+  virtual void sgd_update(int64_t n, float* w, const float* g, float* m, float lr,
+                          float momentum, bool nesterov, float wd_lr) = 0;
+  // Adam: m += (g - m)(1-b1); v += (g^2 - v)(1-b2); w -= alpha * m / (sqrt(v) + eps),
+  // alpha = lr * sqrt(1 - b2^t) / (1 - b1^t) computed by the caller.
+  // amsgrad: vhat = max(vhat, v) and vhat replaces v in the denominator.
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v,
+                           float* vhat, float alpha, float beta1, float beta2,
+                           float epsilon, float wd_lr) = 0;
+  // RMSprop: v = rho*v + (1-rho) g^2; centered: a = rho*a + (1-rho) g and
+  // denom = v - a^2 + eps, else denom = v + eps; inc = lr * g / sqrt(denom);
+  // momentum > 0: mom = momentum*mom + inc, w -= mom; else w -= inc.
+  virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
+                              float* mom, float lr, float rho, float momentum,
+                              float epsilon, float wd_lr) = 0;
+};
+
+}  // namespace mr

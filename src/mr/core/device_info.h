@@ -1,0 +1,32 @@
+// What this build of mirrored was compiled with, and which CUDA devices the
+// process can see. Two implementations, one linked per build:
+// backends/cuda/cuda_info.cu (CUDA builds) and core/device_info_none.cpp
+// (CPU-only builds). A machine without a driver or without a GPU is not an
+// error: it has 0 devices.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mr {
+
+struct GpuInfo {
+  int index;             // CUDA device ordinal
+  std::string name;      // e.g. "NVIDIA H100 80GB HBM3"
+  int64_t total_memory;  // bytes
+  int cc_major, cc_minor;
+};
+
+bool built_with_cuda();
+bool built_with_nccl();
+// "13.0" for a CUDA build (the runtime linked in), "" otherwise.
+std::string cuda_runtime_version();
+// "2.28.9" for an NCCL build (the library loaded), "" otherwise.
+std::string nccl_version();
+// 0 without CUDA, without a driver or without a device; throws
+// Error(device) for any other CUDA failure.
+int cuda_device_count();
+std::vector<GpuInfo> cuda_devices();
+
+}  // namespace mr

@@ -1,0 +1,28 @@
+// Collectives between the replicas of one strategy. Every replica thread calls
+// the same collective with its own rank; the call returns when the result is
+// in that replica's buffer. Sums are done in a fixed order, so every replica
+// ends with bit-identical values.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/backend.h"
+
+namespace mr {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int size() const = 0;
+  // buf (n floats on `be`'s device) becomes the sum over ranks.
+  virtual void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) = 0;
+  // buf becomes root's buf.
+  virtual void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) = 0;
+  virtual void barrier(int rank) = 0;
+};
+
+// One replica: every collective is the identity.
+std::unique_ptr<Communicator> make_solo_communicator();
+
+}  // namespace mr

@@ -1,0 +1,43 @@
+#include "dist/device.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
+
+namespace mr {
+
+std::string DeviceSpec::name() const {
+  return std::string(kind == DeviceKind::cpu ? "cpu:" : "gpu:") + std::to_string(index);
+}
+
+DeviceSpec parse_device(const std::string& text) {
+  std::string s;
+  for (char ch : text) s.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(ch))));
+  // Keep the part after the last "device:" or the last "/".
+  const size_t dev = s.rfind("device:");
+  if (dev != std::string::npos) s = s.substr(dev + 7);
+  const size_t slash = s.rfind('/');
+  if (slash != std::string::npos) s = s.substr(slash + 1);
+  const size_t colon = s.find(':');
+  const std::string kind = s.substr(0, colon);
+  const std::string idx = colon == std::string::npos ? "" : s.substr(colon + 1);
+  const bool digits = !idx.empty() && idx.size() <= 6 &&
+                      std::all_of(idx.begin(), idx.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  if ((kind == "cpu" || kind == "gpu" || kind == "cuda") && digits) {
+    DeviceSpec d;
+    d.kind = kind == "cpu" ? DeviceKind::cpu : DeviceKind::cuda;
+    d.index = std::stoi(idx);
+    return d;
+  }
+  fail(ErrorKind::value, "'", text, "' is not a device name (expected \"/cpu:0\", \"gpu:1\", \"/device:GPU:0\", ...)");
+}
+
+std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
+  if (device.kind == DeviceKind::cpu) return make_cpu_backend(device.index, threads);
+  fail(ErrorKind::device, "device ", device.name(),
+       " needs the CUDA backend, which this build of mirrored does not have yet");
+}
+
+}  // namespace mr

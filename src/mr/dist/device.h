@@ -1,0 +1,27 @@
+// Devices a strategy can place replicas on. CPU devices are logical: "cpu:k"
+// exists for every k, so N CPU replicas need no setup.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/backend.h"
+
+namespace mr {
+
+struct DeviceSpec {
+  DeviceKind kind = DeviceKind::cpu;
+  int index = 0;
+  std::string name() const;  // "cpu:0", "gpu:1"
+  bool operator==(const DeviceSpec& o) const { return kind == o.kind && index == o.index; }
+};
+
+// Accepts "/cpu:0", "cpu:0", "CPU:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"
+// (and the same for gpu); throws mr::Error (value) otherwise.
+DeviceSpec parse_device(const std::string& text);
+
+// The one place that names the backends: creates the backend of `device`
+// with `threads` CPU threads for its work.
+std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads);
+
+}  // namespace mr

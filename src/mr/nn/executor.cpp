@@ -1,0 +1,114 @@
+#include "nn/executor.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mr {
+
+Executor::Executor(const Graph& graph, Backend& be)
+    : graph_(graph), be_(be), work_(nullptr, DeviceFree{&be}) {
+  buf_.resize(static_cast<size_t>(graph.size()));
+  grad_written_.assign(static_cast<size_t>(graph.size()), 0);
+}
+
+void Executor::reserve(int64_t rows) {
+  if (rows <= capacity_) return;
+  int64_t total = 0, widest = 0;
+  auto take = [&](int64_t floats) {
+    const int64_t off = total;
+    total += align_floats(floats);
+    return off;
+  };
+  for (int i = 0; i < graph_.size(); ++i) {
+    NodeBuffers& b = buf_[static_cast<size_t>(i)];
+    const int64_t width = graph_.out_shape(i).numel();
+    b.out = take(rows * width);
+    b.grad = graph_.needs_grad(i) ? take(rows * width) : -1;
+    b.aux = graph_.aux_per_row(i) > 0 ? take(rows * graph_.aux_per_row(i)) : -1;
+    if (graph_.consumers(i) > 1 && graph_.needs_grad(i)) widest = std::max(widest, width);
+  }
+  scratch_ = widest > 0 ? take(rows * widest) : -1;
+  work_ = be_.allocate(static_cast<size_t>(total) * sizeof(float));
+  capacity_ = rows;
+}
+
+float* Executor::input(int k) { return at(buf_.at(static_cast<size_t>(graph_.inputs().at(k))).out); }
+
+const float* Executor::output(int k) const {
+  const int64_t off = buf_.at(static_cast<size_t>(graph_.outputs().at(k))).out;
+  return static_cast<const float*>(work_.get()) + off;
+}
+
+float* Executor::output_grad(int k) {
+  const int node = graph_.outputs().at(static_cast<size_t>(k));
+  MR_CHECK(graph_.needs_grad(node), value, "output '", graph_.node(node).name,
+           "' does not depend on any trainable variable");
+  return at(buf_[static_cast<size_t>(node)].grad);
+}
+
+void Executor::forward(int64_t rows, int64_t row_offset, uint64_t step, bool training,
+                       const float* params) {
+  MR_CHECK(rows <= capacity_, internal, "batch of ", rows, " rows exceeds workspace of ", capacity_);
+  for (int i = 0; i < graph_.size(); ++i) {
+    const GraphNode& nd = graph_.node(i);
+    if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
+    ForwardArgs a{be_, rows, row_offset, step, static_cast<uint32_t>(i), training, {}, graph_.in_shapes(i),
+                  at(buf_[static_cast<size_t>(i)].out), {}, at(buf_[static_cast<size_t>(i)].aux)};
+    for (int j : nd.inputs) a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
+    for (int p : graph_.node_params(i))
+      a.params.push_back(const_cast<float*>(params) + graph_.params()[static_cast<size_t>(p)].offset);
+    nd.layer->forward(a);
+  }
+}
+
+void Executor::backward(int64_t rows, bool training, const float* params, float* grads) {
+  std::fill(grad_written_.begin(), grad_written_.end(), 0);
+  for (int o : graph_.outputs()) grad_written_[static_cast<size_t>(o)] = 1;
+  for (int i = graph_.size() - 1; i >= 0; --i) {
+    const GraphNode& nd = graph_.node(i);
+    if (nd.inputs.empty() || !graph_.needs_grad(i)) continue;
+    NodeBuffers& b = buf_[static_cast<size_t>(i)];
+    if (!grad_written_[static_cast<size_t>(i)]) {
+      // No consumer reached this node (it is dead code): its variables get zero gradients.
+      for (int p : graph_.node_params(i)) {
+        const auto& prm = graph_.params()[static_cast<size_t>(p)];
+        be_.fill(prm.size, grads + prm.offset, 0.0f);
+      }
+      continue;
+    }
+    BackwardArgs a{be_, rows, training, {}, graph_.in_shapes(i), at(b.out), at(b.grad), {}, {}, {}, at(b.aux)};
+    std::vector<int> accumulate;  // inputs whose gradient already holds a consumer's part
+    for (size_t s = 0; s < nd.inputs.size(); ++s) {
+      const int j = nd.inputs[s];
+      a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
+      float* dst = nullptr;
+      if (graph_.needs_grad(j)) {
+        if (grad_written_[static_cast<size_t>(j)]) {
+          dst = at(scratch_);
+          accumulate.push_back(static_cast<int>(s));
+        } else {
+          dst = at(buf_[static_cast<size_t>(j)].grad);
+        }
+      }
+      a.d_in.push_back(dst);
+    }
+    MR_CHECK(accumulate.size() <= 1, internal, "node '", nd.name,
+             "' feeds the same input twice: needs one scratch buffer per input");
+    for (int p : graph_.node_params(i)) {
+      const auto& prm = graph_.params()[static_cast<size_t>(p)];
+      a.params.push_back(params + prm.offset);
+      a.grads.push_back(grads + prm.offset);
+    }
+    nd.layer->backward(a);
+    for (size_t s = 0; s < nd.inputs.size(); ++s) {
+      const int j = nd.inputs[s];
+      if (!graph_.needs_grad(j)) continue;
+      if (!accumulate.empty() && accumulate[0] == static_cast<int>(s))
+        be_.axpy(rows * graph_.out_shape(j).numel(), 1.0f, at(scratch_), at(buf_[static_cast<size_t>(j)].grad));
+      grad_written_[static_cast<size_t>(j)] = 1;
+    }
+  }
+}
+
+}  // namespace mr

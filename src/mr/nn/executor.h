@@ -1,0 +1,49 @@
+// Runs a Graph forward and backward on one backend (one replica). It owns the
+// replica's activation workspace; parameters and gradients are flat buffers
+// owned by the caller, laid out as Graph::params() says.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/backend.h"
+#include "nn/graph.h"
+
+namespace mr {
+
+class Executor {
+ public:
+  Executor(const Graph& graph, Backend& be);
+
+  // Makes room for batches of up to `rows` samples (grows, never shrinks).
+  void reserve(int64_t rows);
+  int64_t capacity() const { return capacity_; }
+
+  // Device buffer of model input k (Graph::inputs()[k]), rows x numel.
+  float* input(int k);
+  const float* output(int k) const;
+  // Gradient buffer of model output k, to be written by the loss.
+  float* output_grad(int k);
+
+  void forward(int64_t rows, int64_t row_offset, uint64_t step, bool training,
+               const float* params);
+  // Gradients of all variables into `grads` (written, not accumulated). The
+  // loss must have written output_grad(k) for every output.
+  void backward(int64_t rows, bool training, const float* params, float* grads);
+
+ private:
+  struct NodeBuffers {
+    int64_t out = -1, grad = -1, aux = -1;  // offsets in floats into work_, -1 = none
+  };
+  float* at(int64_t offset) { return offset < 0 ? nullptr : static_cast<float*>(work_.get()) + offset; }
+
+  const Graph& graph_;
+  Backend& be_;
+  int64_t capacity_ = 0;
+  DeviceBuffer work_;
+  std::vector<NodeBuffers> buf_;
+  int64_t scratch_ = -1;  // for nodes whose output feeds several consumers
+  std::vector<char> grad_written_;
+};
+
+}  // namespace mr

@@ -1,0 +1,72 @@
+#include "nn/graph.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace mr {
+
+Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs)
+    : nodes_(std::move(nodes)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
+  const int n = size();
+  MR_CHECK(n > 0, value, "a model needs at least one layer");
+  MR_CHECK(!inputs_.empty(), value, "a model needs at least one input");
+  MR_CHECK(!outputs_.empty(), value, "a model needs at least one output");
+  out_shapes_.resize(static_cast<size_t>(n));
+  node_params_.resize(static_cast<size_t>(n));
+  aux_per_row_.assign(static_cast<size_t>(n), 0);
+  needs_grad_.assign(static_cast<size_t>(n), 0);
+  consumers_.assign(static_cast<size_t>(n), 0);
+  for (int i = 0; i < n; ++i) {
+    const GraphNode& nd = nodes_[static_cast<size_t>(i)];
+    MR_CHECK(nd.layer != nullptr, internal, "node ", i, " has no layer");
+    for (int j : nd.inputs) {
+      MR_CHECK(j >= 0 && j < i, value, "node '", nd.name, "' takes input ", j,
+               ", which is not an earlier node (the graph must be acyclic and in order)");
+      consumers_[static_cast<size_t>(j)]++;
+    }
+    const std::vector<Shape> in = in_shapes(i);
+    out_shapes_[static_cast<size_t>(i)] = nd.layer->output_shape(in);
+    aux_per_row_[static_cast<size_t>(i)] = nd.layer->aux_per_row(in);
+    bool upstream = false;
+    for (int j : nd.inputs) upstream = upstream || needs_grad_[static_cast<size_t>(j)];
+    for (ParamSpec& p : nd.layer->params(in)) {
+      const int64_t numel = p.shape.numel();
+      node_params_[static_cast<size_t>(i)].push_back(static_cast<int>(params_.size()));
+      params_.push_back({i, p.name, p.shape, p.init, param_floats_, numel});
+      param_floats_ += align_floats(numel);
+      upstream = true;
+    }
+    needs_grad_[static_cast<size_t>(i)] = upstream ? 1 : 0;
+  }
+  for (int i : inputs_) {
+    MR_CHECK(i >= 0 && i < n && nodes_[static_cast<size_t>(i)].inputs.empty(), value,
+             "model input ", i, " is not an input node");
+  }
+  for (int o : outputs_) MR_CHECK(o >= 0 && o < n, value, "model output ", o, " is not a node");
+}
+
+std::vector<Shape> Graph::in_shapes(int i) const {
+  std::vector<Shape> s;
+  for (int j : node(i).inputs) s.push_back(out_shapes_.at(static_cast<size_t>(j)));
+  return s;
+}
+
+int64_t Graph::param_count() const {
+  int64_t n = 0;
+  for (const Param& p : params_) n += p.size;
+  return n;
+}
+
+std::vector<float> Graph::initial_params() const {
+  std::vector<float> flat(static_cast<size_t>(param_floats_), 0.0f), values;
+  for (size_t k = 0; k < params_.size(); ++k) {
+    const Param& p = params_[k];
+    // The stream number separates the variables of one seed: node and position.
+    initialize(p.init, p.shape, static_cast<uint32_t>(p.node * 8 + (k & 7)), values);
+    std::copy(values.begin(), values.end(), flat.begin() + p.offset);
+  }
+  return flat;
+}
+
+}  // namespace mr

@@ -1,0 +1,73 @@
+// The model graph: a DAG of layer applications (nodes) in topological order,
+// with any number of input and output nodes. It is immutable once built and
+// shared by all replicas; it also fixes the layout of the flat parameter
+// buffer, so every replica (and every saved file) agrees on where each
+// variable lives.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+#include "nn/layer.h"
+
+namespace mr {
+
+struct GraphNode {
+  std::string name;
+  std::unique_ptr<Layer> layer;
+  std::vector<int> inputs;  // indices of earlier nodes
+};
+
+// Variables are aligned to 16 floats (64 bytes) inside the flat buffers so
+// that every view starts on a vector boundary; the padding stays zero.
+constexpr int64_t kParamAlign = 16;
+inline int64_t align_floats(int64_t n) { return (n + kParamAlign - 1) / kParamAlign * kParamAlign; }
+
+class Graph {
+ public:
+  struct Param {
+    int node;
+    std::string name;  // "kernel", "bias"
+    Shape shape;
+    Initializer init;
+    int64_t offset;  // in floats, into the flat buffer
+    int64_t size;    // shape.numel()
+  };
+
+  Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs);
+
+  int size() const { return static_cast<int>(nodes_.size()); }
+  const GraphNode& node(int i) const { return nodes_.at(static_cast<size_t>(i)); }
+  const Shape& out_shape(int i) const { return out_shapes_.at(static_cast<size_t>(i)); }
+  std::vector<Shape> in_shapes(int i) const;
+  const std::vector<int>& inputs() const { return inputs_; }
+  const std::vector<int>& outputs() const { return outputs_; }
+  const std::vector<Param>& params() const { return params_; }
+  // Indices into params() of node i's variables, in the layer's order.
+  const std::vector<int>& node_params(int i) const { return node_params_.at(static_cast<size_t>(i)); }
+  int64_t param_floats() const { return param_floats_; }  // flat buffer length, padding included
+  int64_t param_count() const;                             // without padding
+  int64_t aux_per_row(int i) const { return aux_per_row_.at(static_cast<size_t>(i)); }
+  // True when some variable lies upstream of node i (or in it): only then
+  // does backward need the gradient of its output.
+  bool needs_grad(int i) const { return needs_grad_.at(static_cast<size_t>(i)) != 0; }
+  int consumers(int i) const { return consumers_.at(static_cast<size_t>(i)); }
+  // Initial values of all variables in the flat layout.
+  std::vector<float> initial_params() const;
+
+ private:
+  std::vector<GraphNode> nodes_;
+  std::vector<int> inputs_, outputs_;
+  std::vector<Shape> out_shapes_;
+  std::vector<Param> params_;
+  std::vector<std::vector<int>> node_params_;
+  std::vector<int64_t> aux_per_row_;
+  std::vector<char> needs_grad_;
+  std::vector<int> consumers_;
+  int64_t param_floats_ = 0;
+};
+
+}  // namespace mr

@@ -1,0 +1,42 @@
+// Initial values of parameters, computed on the host in double and rounded to
+// float, then uploaded once (and broadcast to every replica). Formulas are
+// Keras 3's: glorot_uniform U(-l, l) with l = sqrt(6 / (fan_in + fan_out));
+// he_normal a normal of stddev sqrt(2 / fan_in) truncated at two stddevs;
+// random_normal N(mean, stddev); random_uniform U(minval, maxval).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/shape.h"
+
+namespace mr {
+
+struct Initializer {
+  enum class Kind {
+    zeros,
+    ones,
+    constant,
+    glorot_uniform,
+    glorot_normal,
+    he_normal,
+    he_uniform,
+    random_normal,
+    random_uniform
+  };
+  Kind kind = Kind::zeros;
+  double a = 0.0;  // constant: value; random_normal: mean; random_uniform: minval
+  double b = 0.0;  // random_normal: stddev; random_uniform: maxval
+  uint64_t seed = 0;
+};
+
+Initializer::Kind initializer_kind(const std::string& name);
+const char* initializer_name(Initializer::Kind kind);
+
+// Fills `out` (shape.numel() values, row-major) for a variable of `shape`.
+// Fans follow Keras: for a 2-D kernel (in, out) fan_in = in, fan_out = out.
+void initialize(const Initializer& init, const Shape& shape, uint32_t stream,
+                std::vector<float>& out);
+
+}  // namespace mr

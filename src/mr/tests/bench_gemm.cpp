@@ -1,0 +1,143 @@
+// GEMM benchmark (not a test): GFLOP/s of CpuBackend::gemm at the shapes of
+// the MNIST MLP's forward and backward products and two large ones, next to
+// the FMA ceiling of this CPU (a loop of independent vector FMAs).
+//   bench_gemm [threads=2] [seconds per shape=0.3]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/fp_mode.h"
+
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// FMA throughput: 16 independent accumulators hide the FMA latency on both
+// pipes. Returns GFLOP/s of one thread.
+double fma_ceiling_one(double secs) {
+  const long iters = 1 << 20;
+  double best = 0.0;
+  const auto t_end = Clock::now() + std::chrono::duration<double>(secs);
+  float sink = 0.0f;
+  while (Clock::now() < t_end) {
+    const auto t0 = Clock::now();
+#if defined(__AVX512F__)
+    __m512 acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+    const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it)
+      for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+    __m512 s = acc[0];
+    for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
+    sink += _mm512_reduce_add_ps(s);
+    const double flops = 2.0 * 16 * 16 * iters;
+#elif defined(__AVX2__) && defined(__FMA__)
+    __m256 acc[16];
+    for (int i = 0; i < 16; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+    const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+    for (long it = 0; it < iters; ++it)
+      for (int i = 0; i < 16; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+    alignas(32) float out[8];
+    __m256 s = acc[0];
+    for (int i = 1; i < 16; ++i) s = _mm256_add_ps(s, acc[i]);
+    _mm256_store_ps(out, s);
+    for (float v : out) sink += v;
+    const double flops = 2.0 * 8 * 16 * iters;
+#else
+    volatile float x = 1.0f;
+    for (long it = 0; it < iters; ++it) x = x * 0.999999f + 1e-7f;
+    sink += x;
+    const double flops = 2.0 * iters;
+#endif
+    const double g = flops / seconds_since(t0) / 1e9;
+    if (g > best) best = g;
+  }
+  if (sink == 12345.0f) std::puts("");  // keeps the loop alive
+  return best;
+}
+
+double fma_ceiling(int threads, double secs) {
+  std::vector<double> g(static_cast<size_t>(threads));
+  std::vector<std::thread> ts;
+  for (int t = 1; t < threads; ++t)
+    ts.emplace_back([&g, t, secs] { g[static_cast<size_t>(t)] = fma_ceiling_one(secs); });
+  g[0] = fma_ceiling_one(secs);
+  for (auto& t : ts) t.join();
+  double sum = 0.0;
+  for (double v : g) sum += v;
+  return sum;
+}
+
+struct Shape {
+  const char* what;
+  bool ta, tb;
+  long m, n, k;
+};
+
+double bench(mr::Backend& be, const Shape& s, double secs) {
+  const long arows = s.ta ? s.k : s.m, acols = s.ta ? s.m : s.k;
+  const long brows = s.tb ? s.n : s.k, bcols = s.tb ? s.k : s.n;
+  std::vector<float> a(static_cast<size_t>(arows * acols)), b(static_cast<size_t>(brows * bcols)),
+      c(static_cast<size_t>(s.m * s.n));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 1000) * 1e-3f - 0.5f;
+  auto once = [&] {
+    be.gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), acols, b.data(), bcols, 0.0f, c.data(), s.n);
+  };
+  for (int i = 0; i < 3; ++i) once();
+  // Best of several timed batches: the figure the hardware can sustain.
+  double best = 0.0;
+  const auto t_end = Clock::now() + std::chrono::duration<double>(secs);
+  const double flops = 2.0 * s.m * s.n * s.k;
+  const long reps = flops > 1e9 ? 1 : static_cast<long>(2e8 / flops) + 1;
+  while (Clock::now() < t_end) {
+    const auto t0 = Clock::now();
+    for (long r = 0; r < reps; ++r) once();
+    const double g = flops * reps / seconds_since(t0) / 1e9;
+    if (g > best) best = g;
+  }
+  return best;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
+  const double secs = argc > 2 ? std::atof(argv[2]) : 0.3;
+  mr::FlushToZeroGuard ftz;
+  const Shape shapes[] = {
+      {"fwd dense1  X W1", false, false, 64, 256, 784},
+      {"fwd dense2  H W2", false, false, 64, 256, 256},
+      {"fwd dense3  H W3", false, false, 64, 10, 256},
+      {"bwd dW1  X^T dY", true, false, 784, 256, 64},
+      {"bwd dW2  H^T dY", true, false, 256, 256, 64},
+      {"bwd dX2  dY W2^T", false, true, 64, 256, 256},
+      {"large", false, false, 4096, 256, 784},
+      {"large", false, false, 2048, 2048, 2048},
+  };
+  auto one = mr::make_cpu_backend(0, 1);
+  auto team = mr::make_cpu_backend(0, threads);
+  std::printf("%-18s %4s %5s %5s %5s %12s %12s\n", "product", "op", "m", "n", "k", "1 thr GF/s",
+              "team GF/s");
+  for (const Shape& s : shapes) {
+    const double g1 = bench(*one, s, secs);
+    const double gt = bench(*team, s, secs);
+    std::printf("%-18s %c%c   %5ld %5ld %5ld %12.1f %12.1f\n", s.what, s.ta ? 'T' : 'N',
+                s.tb ? 'T' : 'N', s.m, s.n, s.k, g1, gt);
+  }
+  std::printf("FMA ceiling: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n",
+              fma_ceiling(1, secs), threads, fma_ceiling(threads, secs));
+  std::printf("(team = %d threads)\n", threads);
+  return 0;
+}

@@ -1,0 +1,104 @@
+#include "train/loop.h"
+
+#include <chrono>
+
+#include "core/error.h"
+
+namespace mr {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Throttles progress reports to hooks.progress_interval().
+class Progress {
+ public:
+  explicit Progress(const LoopHooks& hooks) : interval_(hooks.progress_interval()), last_(Clock::now()) {}
+  bool due(bool last_batch) {
+    if (interval_ <= 0.0) return false;
+    const auto now = Clock::now();
+    if (!last_batch && std::chrono::duration<double>(now - last_).count() < interval_) return false;
+    last_ = now;
+    return true;
+  }
+
+ private:
+  double interval_;
+  Clock::time_point last_;
+};
+
+// One loop shape for training and evaluation: the next batch is drawn while
+// the replicas work on the current one.
+LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
+                     bool train) {
+  LoopResult res;
+  model.reset_metrics();
+  Progress progress(hooks);
+  HostBatch cur, next;
+  bool have = max_batches != 0 && source.next(cur);
+  const bool per_batch = hooks.batch_events();
+  while (have) {
+    if (per_batch) hooks.on_batch_begin(res.batches);
+    if (train)
+      model.start_train_step(cur);
+    else
+      model.start_eval_step(cur);
+    bool have_next = false;
+    try {
+      have_next = (max_batches < 0 || res.batches + 1 < max_batches) && source.next(next);
+    } catch (...) {
+      model.finish_step();  // never leave a step in flight
+      throw;
+    }
+    model.finish_step();
+    ++res.batches;
+    const bool last = !have_next;
+    if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
+    // The first batch always reports: Keras times steps from the end of step 1.
+    if (progress.due(last || res.batches == 1)) hooks.on_progress(res.batches, model.read_metrics());
+    if (!last && hooks.interrupted()) {
+      res.interrupted = true;
+      break;
+    }
+    std::swap(cur, next);
+    have = have_next;
+  }
+  res.logs = model.read_metrics();
+  return res;
+}
+
+}  // namespace
+
+LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t max_batches,
+                       LoopHooks& hooks) {
+  source.reset(epoch);
+  return run_steps(model, source, max_batches, hooks, true);
+}
+
+LoopResult evaluate(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks) {
+  source.reset(0);
+  return run_steps(model, source, max_batches, hooks, false);
+}
+
+LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
+                   std::vector<float>& out) {
+  LoopResult res;
+  source.reset(0);
+  Progress progress(hooks);
+  const int64_t width = model.output_width(0);
+  HostBatch batch;
+  while ((max_batches < 0 || res.batches < max_batches) && source.next(batch)) {
+    const size_t at = out.size();
+    out.resize(at + static_cast<size_t>(batch.rows * width));
+    model.predict_step(batch, 0, out.data() + at);
+    ++res.batches;
+    if (progress.due(res.batches == 1)) hooks.on_progress(res.batches, {});
+    if (hooks.interrupted()) {
+      res.interrupted = true;
+      break;
+    }
+  }
+  return res;
+}
+
+}  // namespace mr

@@ -1,0 +1,43 @@
+// Glue: what the package was built with and which GPUs it sees.
+#include <Rcpp.h>
+
+#include "build_config.h"
+#include "core/device_info.h"
+
+// [[Rcpp::export]]
+bool cpp_built_with_cuda() { return mr::built_with_cuda(); }
+
+// [[Rcpp::export]]
+bool cpp_built_with_nccl() { return mr::built_with_nccl(); }
+
+// [[Rcpp::export]]
+int cpp_cuda_device_count() { return mr::cuda_device_count(); }
+
+// [[Rcpp::export]]
+Rcpp::List cpp_cuda_devices() {
+  const std::vector<mr::GpuInfo> gpus = mr::cuda_devices();
+  const R_xlen_t n = static_cast<R_xlen_t>(gpus.size());
+  Rcpp::IntegerVector index(n);
+  Rcpp::CharacterVector name(n);
+  Rcpp::NumericVector memory(n);
+  Rcpp::CharacterVector cc(n);
+  for (R_xlen_t i = 0; i < n; ++i) {
+    const mr::GpuInfo& g = gpus[static_cast<size_t>(i)];
+    index[i] = g.index;
+    name[i] = g.name;
+    memory[i] = static_cast<double>(g.total_memory);
+    cc[i] = std::to_string(g.cc_major) + "." + std::to_string(g.cc_minor);
+  }
+  return Rcpp::List::create(Rcpp::Named("index") = index, Rcpp::Named("name") = name,
+                            Rcpp::Named("total_memory") = memory,
+                            Rcpp::Named("compute_capability") = cc);
+}
+
+// [[Rcpp::export]]
+Rcpp::List cpp_build_info() {
+  return Rcpp::List::create(Rcpp::Named("cuda") = mr::built_with_cuda(),
+                            Rcpp::Named("cuda_version") = mr::cuda_runtime_version(),
+                            Rcpp::Named("nccl") = mr::built_with_nccl(),
+                            Rcpp::Named("nccl_version") = mr::nccl_version(),
+                            Rcpp::Named("cpu_flags") = std::string(MR_CPU_FLAGS));
+}

@@ -1,0 +1,211 @@
+// Glue for models: building the core graph from the R layer specs, weights,
+// compile settings. The R side (R/model.R) validates every argument first;
+// the core re-checks shapes and values.
+#include <Rcpp.h>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "nn/graph.h"
+#include "r_glue.h"
+#include "train/model.h"
+
+using mr_glue::guarded;
+
+namespace {
+
+using ModelPtr = Rcpp::XPtr<mr::Model>;
+
+mr::Initializer to_initializer(const Rcpp::List& spec) {
+  mr::Initializer init;
+  init.kind = mr::initializer_kind(Rcpp::as<std::string>(spec["name"]));
+  init.a = Rcpp::as<double>(spec["a"]);
+  init.b = Rcpp::as<double>(spec["b"]);
+  init.seed = static_cast<uint64_t>(Rcpp::as<double>(spec["seed"]));
+  return init;
+}
+
+std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cfg) {
+  if (cls == "InputLayer") {
+    const auto dims = Rcpp::as<std::vector<double>>(cfg["shape"]);
+    std::vector<int64_t> d(dims.begin(), dims.end());
+    return mr::make_input_layer(mr::Shape(d));
+  }
+  if (cls == "Dense")
+    return mr::make_dense(static_cast<int64_t>(Rcpp::as<double>(cfg["units"])),
+                          mr::activation_from_name(Rcpp::as<std::string>(cfg["activation"])),
+                          Rcpp::as<bool>(cfg["use_bias"]),
+                          to_initializer(Rcpp::as<Rcpp::List>(cfg["kernel_initializer"])),
+                          to_initializer(Rcpp::as<Rcpp::List>(cfg["bias_initializer"])));
+  if (cls == "Activation")
+    return mr::make_activation(mr::activation_from_name(Rcpp::as<std::string>(cfg["activation"])));
+  if (cls == "Dropout")
+    return mr::make_dropout(Rcpp::as<double>(cfg["rate"]), static_cast<uint64_t>(Rcpp::as<double>(cfg["seed"])));
+  if (cls == "Flatten") return mr::make_flatten();
+  mr::fail(mr::ErrorKind::value, "unknown layer class '", cls, "'");
+}
+
+}  // namespace
+
+// [[Rcpp::export]]
+SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs,
+                   Rcpp::CharacterVector devices, int threads) {
+  return guarded([&]() -> SEXP {
+    std::vector<mr::GraphNode> gn;
+    for (R_xlen_t i = 0; i < nodes.size(); ++i) {
+      const Rcpp::List nd = nodes[i];
+      mr::GraphNode g;
+      g.name = Rcpp::as<std::string>(nd["name"]);
+      g.layer = to_layer(Rcpp::as<std::string>(nd["class_name"]), Rcpp::as<Rcpp::List>(nd["config"]));
+      g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
+      gn.push_back(std::move(g));
+    }
+    auto graph = std::make_shared<const mr::Graph>(std::move(gn), Rcpp::as<std::vector<int>>(inputs),
+                                                   Rcpp::as<std::vector<int>>(outputs));
+    std::vector<mr::DeviceSpec> devs;
+    for (R_xlen_t i = 0; i < devices.size(); ++i)
+      devs.push_back(mr::parse_device(Rcpp::as<std::string>(devices[i])));
+    if (threads <= 0) {
+      const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+      threads = std::max(1, cores / static_cast<int>(devs.size()));
+    }
+    // R owns the model from here: the XPtr finalizer deletes it.
+    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads);
+    return ModelPtr(model.release(), true);
+  });
+}
+
+// Output shape (per sample) and parameter count of every node.
+// [[Rcpp::export]]
+Rcpp::List cpp_model_info(SEXP ptr) {
+  return guarded([&] {
+    ModelPtr m(ptr);
+    const mr::Graph& g = m->graph();
+    Rcpp::List shapes(g.size());
+    Rcpp::NumericVector params(g.size());
+    for (int i = 0; i < g.size(); ++i) {
+      const auto& d = g.out_shape(i).dims();
+      shapes[i] = Rcpp::NumericVector(d.begin(), d.end());
+      double n = 0;
+      for (int p : g.node_params(i)) n += static_cast<double>(g.params()[static_cast<size_t>(p)].size);
+      params[i] = n;
+    }
+    return Rcpp::List::create(Rcpp::Named("output_shapes") = shapes, Rcpp::Named("params") = params,
+                              Rcpp::Named("replicas") = m->replicas());
+  });
+}
+
+// Weights in Keras order (node order, then each layer's variables), as R
+// arrays of the variables' shapes (a Dense kernel is in_dim x units).
+// [[Rcpp::export]]
+Rcpp::List cpp_model_get_weights(SEXP ptr, int rank = 0) {
+  return guarded([&] {
+    ModelPtr m(ptr);
+    const std::vector<float> flat = m->get_params(rank);
+    const auto& params = m->graph().params();
+    Rcpp::List out(params.size());
+    for (size_t k = 0; k < params.size(); ++k)
+      out[static_cast<R_xlen_t>(k)] = mr_glue::from_row_major(flat.data() + params[k].offset, params[k].shape.dims());
+    return out;
+  });
+}
+
+// [[Rcpp::export]]
+void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
+  guarded([&] {
+    ModelPtr m(ptr);
+    const auto& params = m->graph().params();
+    MR_CHECK(static_cast<size_t>(weights.size()) == params.size(), value, "expected ", params.size(),
+             " weight arrays, got ", weights.size());
+    std::vector<float> flat = m->get_params();
+    for (size_t k = 0; k < params.size(); ++k) {
+      SEXP w = weights[static_cast<R_xlen_t>(k)];
+      std::vector<int64_t> dims = mr_glue::r_dims(w);
+      const auto& want = params[k].shape.dims();
+      MR_CHECK(static_cast<int64_t>(Rf_xlength(w)) == params[k].size &&
+                   (dims == want || (want.size() == 1 && dims.size() <= 2)),
+               shape, "weight ", k + 1, " (", m->graph().node(params[k].node).name, "/", params[k].name,
+               ") must have shape ", params[k].shape.str(), ", got ", mr::Shape(dims).str());
+      // Dims are checked above; a 1-D target accepts any vector of the right length.
+      SEXP src = w;
+      Rcpp::RObject tmp;
+      if (want.size() == 1) {
+        tmp = Rf_duplicate(w);
+        Rf_setAttrib(tmp, R_DimSymbol, R_NilValue);
+        src = tmp;
+      }
+      const std::vector<float> v = mr_glue::to_row_major(src, "weights");
+      std::copy(v.begin(), v.end(), flat.begin() + params[k].offset);
+    }
+    m->set_params(flat);
+  });
+}
+
+// [[Rcpp::export]]
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::List metrics) {
+  guarded([&] {
+    ModelPtr m(ptr);
+    mr::CompileConfig c;
+    mr::OptimizerConfig& o = c.optimizer;
+    o.kind = mr::optimizer_kind(Rcpp::as<std::string>(optimizer["kind"]));
+    o.learning_rate = Rcpp::as<double>(optimizer["learning_rate"]);
+    o.beta_1 = Rcpp::as<double>(optimizer["beta_1"]);
+    o.beta_2 = Rcpp::as<double>(optimizer["beta_2"]);
+    o.epsilon = Rcpp::as<double>(optimizer["epsilon"]);
+    o.amsgrad = Rcpp::as<bool>(optimizer["amsgrad"]);
+    o.weight_decay = Rcpp::as<double>(optimizer["weight_decay"]);
+    o.momentum = Rcpp::as<double>(optimizer["momentum"]);
+    o.nesterov = Rcpp::as<bool>(optimizer["nesterov"]);
+    o.rho = Rcpp::as<double>(optimizer["rho"]);
+    o.centered = Rcpp::as<bool>(optimizer["centered"]);
+    c.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
+    c.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
+    c.loss.name = Rcpp::as<std::string>(loss["name"]);
+    for (R_xlen_t i = 0; i < metrics.size(); ++i) {
+      const Rcpp::List mt = metrics[i];
+      mr::MetricConfig mc;
+      mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
+      mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
+      mc.name = Rcpp::as<std::string>(mt["name"]);
+      c.metrics.push_back(mc);
+    }
+    m->compile(c);
+  });
+}
+
+// [[Rcpp::export]]
+void cpp_model_set_learning_rate(SEXP ptr, double lr) {
+  guarded([&] { ModelPtr(ptr)->set_learning_rate(lr); });
+}
+
+// [[Rcpp::export]]
+double cpp_model_iterations(SEXP ptr) {
+  return guarded([&] { return static_cast<double>(ModelPtr(ptr)->iterations()); });
+}
+
+// Per-replica facts for tests: rows of the last step, distinct threads and
+// parameter buffers.
+// [[Rcpp::export]]
+Rcpp::List cpp_model_replica_info(SEXP ptr) {
+  return guarded([&] {
+    ModelPtr m(ptr);
+    const auto rows = m->rows_last_step();
+    const auto threads = m->replica_threads();
+    const auto bufs = m->replica_param_buffers();
+    Rcpp::CharacterVector tid(threads.size()), buf(bufs.size()), dev(m->devices().size());
+    for (size_t i = 0; i < threads.size(); ++i) {
+      std::ostringstream os;
+      os << threads[i];
+      tid[static_cast<R_xlen_t>(i)] = os.str();
+      std::ostringstream ob;
+      ob << bufs[i];
+      buf[static_cast<R_xlen_t>(i)] = ob.str();
+      dev[static_cast<R_xlen_t>(i)] = m->devices()[i].name();
+    }
+    return Rcpp::List::create(Rcpp::Named("devices") = dev,
+                              Rcpp::Named("rows_last_step") = Rcpp::NumericVector(rows.begin(), rows.end()),
+                              Rcpp::Named("threads") = tid, Rcpp::Named("param_buffers") = buf);
+  });
+}

@@ -1,0 +1,147 @@
+// Glue for the training loops: in-memory array data, and the hooks through
+// which the core's loop calls back into R (on R's thread, between steps only).
+#include <R_ext/Utils.h>
+#include <Rcpp.h>
+
+#include <chrono>
+#include <memory>
+
+#include "data/array_source.h"
+#include "r_glue.h"
+#include "train/loop.h"
+
+using mr_glue::guarded;
+
+namespace {
+
+using DataPtr = Rcpp::XPtr<std::shared_ptr<const mr::ArrayData>>;
+
+void check_interrupt_fn(void*) { R_CheckUserInterrupt(); }
+
+// Calls R back for batch callbacks and progress. Interrupts are polled at
+// most every 20 ms: R_ToplevelExec returns FALSE when a pending interrupt
+// made R jump, which we turn into a clean stop at the step boundary.
+class RHooks final : public mr::LoopHooks {
+ public:
+  RHooks(SEXP batch_begin, SEXP batch_end, SEXP progress, double interval, Rcpp::CharacterVector names)
+      : batch_begin_(batch_begin), batch_end_(batch_end), progress_(progress), interval_(interval),
+        names_(names), last_poll_(std::chrono::steady_clock::now()) {}
+
+  bool batch_events() const override { return !Rf_isNull(batch_begin_) || !Rf_isNull(batch_end_); }
+  void on_batch_begin(int64_t batch) override {
+    if (Rf_isNull(batch_begin_)) return;
+    Rcpp::Function fn(batch_begin_);
+    fn(static_cast<double>(batch));
+  }
+  void on_batch_end(int64_t batch, const std::vector<double>& logs) override {
+    if (Rf_isNull(batch_end_)) return;
+    Rcpp::Function fn(batch_end_);
+    fn(static_cast<double>(batch), named(logs));
+  }
+  double progress_interval() const override { return Rf_isNull(progress_) ? 0.0 : interval_; }
+  void on_progress(int64_t done, const std::vector<double>& logs) override {
+    Rcpp::Function fn(progress_);
+    fn(static_cast<double>(done), named(logs));
+  }
+  bool interrupted() override {
+    const auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_poll_).count() < 0.02) return false;
+    last_poll_ = now;
+    return R_ToplevelExec(check_interrupt_fn, nullptr) == FALSE;
+  }
+
+ private:
+  Rcpp::NumericVector named(const std::vector<double>& logs) const {
+    Rcpp::NumericVector v(logs.begin(), logs.end());
+    if (static_cast<R_xlen_t>(logs.size()) == names_.size()) v.attr("names") = names_;
+    return v;
+  }
+  SEXP batch_begin_, batch_end_, progress_;
+  double interval_;
+  Rcpp::CharacterVector names_;
+  std::chrono::steady_clock::time_point last_poll_;
+};
+
+Rcpp::List result_list(const mr::LoopResult& r, const std::vector<std::string>& names) {
+  Rcpp::NumericVector logs(r.logs.begin(), r.logs.end());
+  if (logs.size() == static_cast<R_xlen_t>(names.size())) logs.attr("names") = Rcpp::wrap(names);
+  return Rcpp::List::create(Rcpp::Named("logs") = logs, Rcpp::Named("batches") = static_cast<double>(r.batches),
+                            Rcpp::Named("interrupted") = r.interrupted);
+}
+
+std::unique_ptr<mr::ArraySource> make_source(SEXP data, double batch_size, bool shuffle, double seed) {
+  DataPtr d(data);
+  return std::make_unique<mr::ArraySource>(*d, static_cast<int64_t>(batch_size), shuffle,
+                                           static_cast<uint64_t>(seed));
+}
+
+}  // namespace
+
+// Converts R arrays (samples along the first dimension) once into row-major
+// float32 held by the core.
+// [[Rcpp::export]]
+SEXP cpp_array_data(Rcpp::List parts, Rcpp::CharacterVector what) {
+  return guarded([&]() -> SEXP {
+    auto data = std::make_shared<mr::ArrayData>();
+    for (R_xlen_t k = 0; k < parts.size(); ++k) {
+      SEXP x = parts[k];
+      const std::vector<int64_t> dims = mr_glue::r_dims(x);
+      const std::string name = Rcpp::as<std::string>(what[k]);
+      const int64_t rows = dims[0];
+      if (k == 0) data->rows = rows;
+      MR_CHECK(rows == data->rows, value, "`", name, "` has ", rows, " samples but `",
+               Rcpp::as<std::string>(what[0]), "` has ", data->rows);
+      data->widths.push_back(rows == 0 ? 0 : static_cast<int64_t>(Rf_xlength(x)) / rows);
+      data->parts.push_back(mr_glue::to_row_major(x, name));
+    }
+    auto holder = std::make_unique<std::shared_ptr<const mr::ArrayData>>(std::move(data));
+    return DataPtr(holder.release(), true);
+  });
+}
+
+// [[Rcpp::export]]
+Rcpp::List cpp_fit_epoch(SEXP model, SEXP data, double batch_size, bool shuffle, double seed, double epoch,
+                         double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress,
+                         double progress_interval) {
+  return guarded([&] {
+    Rcpp::XPtr<mr::Model> m(model);
+    auto source = make_source(data, batch_size, shuffle, seed);
+    const auto names = m->metric_names();
+    RHooks hooks(batch_begin, batch_end, progress, progress_interval, Rcpp::wrap(names));
+    const mr::LoopResult r =
+        mr::train_epoch(*m, *source, static_cast<int64_t>(epoch), static_cast<int64_t>(max_batches), hooks);
+    return result_list(r, names);
+  });
+}
+
+// [[Rcpp::export]]
+Rcpp::List cpp_evaluate(SEXP model, SEXP data, double batch_size, double max_batches, SEXP batch_begin,
+                        SEXP batch_end, SEXP progress, double progress_interval) {
+  return guarded([&] {
+    Rcpp::XPtr<mr::Model> m(model);
+    auto source = make_source(data, batch_size, false, 0);
+    const auto names = m->metric_names();
+    RHooks hooks(batch_begin, batch_end, progress, progress_interval, Rcpp::wrap(names));
+    return result_list(mr::evaluate(*m, *source, static_cast<int64_t>(max_batches), hooks), names);
+  });
+}
+
+// Predictions of output 1 as an R matrix (samples x outputs), or NULL after an interrupt.
+// [[Rcpp::export]]
+SEXP cpp_predict(SEXP model, SEXP data, double batch_size, double max_batches, SEXP progress,
+                 double progress_interval) {
+  return guarded([&]() -> SEXP {
+    Rcpp::XPtr<mr::Model> m(model);
+    auto source = make_source(data, batch_size, false, 0);
+    RHooks hooks(R_NilValue, R_NilValue, progress, progress_interval, Rcpp::CharacterVector());
+    std::vector<float> out;
+    const mr::LoopResult r = mr::predict(*m, *source, static_cast<int64_t>(max_batches), hooks, out);
+    if (r.interrupted) return R_NilValue;
+    const int64_t width = m->output_width(0);
+    const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;
+    std::vector<int64_t> shape{rows};
+    for (int64_t d : m->graph().out_shape(m->graph().outputs()[0]).dims()) shape.push_back(d);
+    if (shape.size() == 1) shape.push_back(1);
+    return mr_glue::from_row_major(out.data(), shape);
+  });
+}
