@@ -1,0 +1,33 @@
+# The mirrored side of bench/mlp_cpu: the vignette's model (784-256-256-10,
+# relu, Adam, sparse CE from logits, batch 64, unscaled 0..255 inputs) for 2
+# epochs on the 10,000 bundled MNIST training digits. Prints one JSON line
+# (run.py reads it). Extra arguments (run.py adds --seed N) are accepted.
+args <- commandArgs(TRUE)
+seed <- if (length(i <- which(args == "--seed")) && length(args) > i) as.integer(args[i + 1]) else 1L
+suppressPackageStartupMessages(library(mirrored, lib.loc = c(file.path(getwd(), ".lib"), .libPaths())))
+
+set_random_seed(seed)
+m <- dataset_mnist_sample()
+x <- array_reshape(m$train$x, c(-1, 784))
+y <- m$train$y
+inputs <- keras_input(shape = 784)
+outputs <- inputs |> layer_dense(units = 256, activation = "relu") |>
+  layer_dense(units = 256, activation = "relu") |> layer_dense(units = 10)
+model <- keras_model(inputs, outputs)
+model |> compile(optimizer = optimizer_adam(), metrics = list(metric_sparse_categorical_accuracy()),
+                 loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
+epoch_s <- numeric()
+t0 <- NULL
+timer <- callback_lambda(
+  on_epoch_begin = function(epoch, logs) t0 <<- proc.time()[["elapsed"]],
+  on_epoch_end = function(epoch, logs) epoch_s <<- c(epoch_s, proc.time()[["elapsed"]] - t0))
+h <- model |> fit(x, y, batch_size = 64, epochs = 2, callbacks = list(timer), verbose = 0)
+steps <- h$params$steps
+info <- mirrored:::cpp_build_info()
+json <- sprintf(paste0('{"peer": "mirrored", "version": "%s", "blas": "%s", "threads": %d, "ftz": true, ',
+                       '"epoch_s": [%.4f, %.4f], "ms_per_step_epoch1": %.4f, "ms_per_step_epoch2": %.4f, ',
+                       '"final_loss": %.4f, "final_acc": %.4f}'),
+                format(utils::packageVersion("mirrored")), info$cpu_flags, parallel::detectCores(),
+                epoch_s[1], epoch_s[2], 1000 * epoch_s[1] / steps, 1000 * epoch_s[2] / steps,
+                h$metrics$loss[2], h$metrics$sparse_categorical_accuracy[2])
+cat(json, "\n", sep = "")
