@@ -35,7 +35,7 @@ built_with_nccl <- function() {
 #' @rdname build-info
 #' @export
 cuda_device_count <- function() {
-  cpp_cuda_device_count()
+  with_core(cpp_cuda_device_count())
 }
 
 #' @rdname build-info

@@ -37,7 +37,8 @@ class RandomStream {
   // Elements 4*b .. 4*b+3 at once (one Philox call for four draws).
   Philox4 block(uint64_t b) const {
     const Philox4 ctr = {static_cast<uint32_t>(b), static_cast<uint32_t>(b >> 32),
-                         static_cast<uint32_t>(step_), stream_ ^ static_cast<uint32_t>(step_ >> 32)};
+                         static_cast<uint32_t>(step_),
+                         stream_ ^ static_cast<uint32_t>(step_ >> 32)};
     return philox4x32(ctr, seed_);
   }
   // The uniform of a word of block(): bits >> 8 scaled to [0, 1).

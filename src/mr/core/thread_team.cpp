@@ -60,9 +60,8 @@ void ThreadTeam::worker(int member) {
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      wake_.wait(lk, [&] {
-        return stop_.load() || generation_.load(std::memory_order_acquire) != seen;
-      });
+      wake_.wait(
+          lk, [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });
       gen = generation_.load(std::memory_order_acquire);
     }
     if (stop_.load()) return;

@@ -91,7 +91,8 @@ double bench(mr::Backend& be, const Shape& s, double secs) {
   std::vector<float> a(static_cast<size_t>(arows * acols)), b(static_cast<size_t>(brows * bcols)),
       c(static_cast<size_t>(s.m * s.n));
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 1000) * 1e-3f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = static_cast<float>((i * 104729) % 1000) * 1e-3f - 0.5f;
   auto once = [&] {
     be.gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), acols, b.data(), bcols, 0.0f, c.data(), s.n);
   };
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
     std::printf("%-18s %c%c   %5ld %5ld %5ld %12.1f %12.1f\n", s.what, s.ta ? 'T' : 'N',
                 s.tb ? 'T' : 'N', s.m, s.n, s.k, g1, gt);
   }
-  std::printf("FMA ceiling: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n",
-              fma_ceiling(1, secs), threads, fma_ceiling(threads, secs));
+  std::printf("FMA ceiling: 1 thread %.1f GFLOP/s, %d threads %.1f GFLOP/s\n", fma_ceiling(1, secs),
+              threads, fma_ceiling(threads, secs));
   std::printf("(team = %d threads)\n", threads);
   return 0;
 }

@@ -13,12 +13,10 @@
 namespace mr {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (testing::TempDir() + "/mr_idx_" + name);
-}
+std::string temp_path(const std::string& name) { return (testing::TempDir() + "/mr_idx_" + name); }
 
-std::vector<unsigned char> idx_bytes(std::vector<uint32_t> dims, unsigned char type = 0x08, size_t extra = 0,
-                                     long drop = 0) {
+std::vector<unsigned char> idx_bytes(std::vector<uint32_t> dims, unsigned char type = 0x08,
+                                     size_t extra = 0, long drop = 0) {
   std::vector<unsigned char> b{0, 0, type, static_cast<unsigned char>(dims.size())};
   size_t n = 1;
   for (uint32_t d : dims) {
@@ -76,8 +74,9 @@ TEST(Idx, RejectsMalformedFiles) {
   expect_io_error(temp_path("short"), "truncated");
   write_gz(temp_path("long"), idx_bytes({4}, 0x08, 3));
   expect_io_error(temp_path("long"), "longer than its header");
-  write_gz(temp_path("absurd"), std::vector<unsigned char>{0, 0, 8, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                                                          0xFF, 0x7F, 0xFF, 0xFF, 0xFF});
+  write_gz(temp_path("absurd"),
+           std::vector<unsigned char>{0, 0, 8, 3, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                      0x7F, 0xFF, 0xFF, 0xFF});
   expect_io_error(temp_path("absurd"), "absurd");
   write_gz(temp_path("header"), std::vector<unsigned char>{0, 0});
   expect_io_error(temp_path("header"), "truncated");

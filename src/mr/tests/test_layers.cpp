@@ -49,8 +49,9 @@ std::vector<GraphNode> chain(std::vector<std::unique_ptr<Layer>> layers) {
 
 // Loss of the whole batch (sum of per-sample losses / rows) and, when
 // `grads` is given, the analytic gradients of the flat parameters.
-double run(const Graph& g, Backend& be, const std::vector<float>& params, const std::vector<float>& x,
-           const std::vector<float>& t, int64_t rows, LossKind kind, bool logits, std::vector<float>* grads) {
+double run(const Graph& g, Backend& be, const std::vector<float>& params,
+           const std::vector<float>& x, const std::vector<float>& t, int64_t rows, LossKind kind,
+           bool logits, std::vector<float>* grads) {
   Executor ex(g, be);
   ex.reserve(rows);
   const int64_t in_w = g.out_shape(g.inputs()[0]).numel();
@@ -67,11 +68,13 @@ double run(const Graph& g, Backend& be, const std::vector<float>& params, const 
   return acc / static_cast<double>(rows);
 }
 
-void check_gradients(const Graph& g, LossKind kind, bool logits, const std::vector<float>& t, int64_t rows) {
+void check_gradients(const Graph& g, LossKind kind, bool logits, const std::vector<float>& t,
+                     int64_t rows) {
   CpuBackend be(0, 1);
   std::vector<float> params = g.initial_params();
   std::vector<float> x(static_cast<size_t>(rows * g.out_shape(g.inputs()[0]).numel()));
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i) + 0.3));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i) + 0.3));
   std::vector<float> grads;
   run(g, be, params, x, t, rows, kind, logits, &grads);
   int checked = 0;
@@ -86,7 +89,8 @@ void check_gradients(const Graph& g, LossKind kind, bool logits, const std::vect
       const double down = run(g, be, params, x, t, rows, kind, logits, nullptr);
       params[at] = saved;
       const double fd = (up - down) / (2.0 * h);
-      EXPECT_NEAR(grads[at], fd, 2e-3 + 2e-2 * std::fabs(fd)) << g.node(p.node).name << "/" << p.name << "[" << i << "]";
+      EXPECT_NEAR(grads[at], fd, 2e-3 + 2e-2 * std::fabs(fd))
+          << g.node(p.node).name << "/" << p.name << "[" << i << "]";
       ++checked;
     }
   }
@@ -94,8 +98,8 @@ void check_gradients(const Graph& g, LossKind kind, bool logits, const std::vect
 }
 
 TEST(LayerGradients, DenseChainWithEveryActivation) {
-  for (Activation act : {Activation::linear, Activation::sigmoid, Activation::tanh, Activation::gelu,
-                         Activation::softmax}) {
+  for (Activation act : {Activation::linear, Activation::sigmoid, Activation::tanh,
+                         Activation::gelu, Activation::softmax}) {
     std::vector<std::unique_ptr<Layer>> l;
     l.push_back(make_input_layer(Shape{5}));
     l.push_back(make_dense(4, act, true, small_normal(1), small_normal(2)));
@@ -144,9 +148,12 @@ double two_output_loss(const Graph& g, Backend& be, const std::vector<float>& pa
   be.upload(ex.input(0), x.data(), x.size() * sizeof(float));
   ex.forward(rows, 0, 0, true, params.data());
   double acc = 0;
-  const std::vector<float> t0(static_cast<size_t>(rows * 2), 0.5f), t1(static_cast<size_t>(rows * 4), -0.25f);
-  be.loss(LossKind::mean_squared_error, false, rows, 2, ex.output(0), t0.data(), 1.0f, grads ? ex.output_grad(0) : nullptr, &acc);
-  be.loss(LossKind::mean_squared_error, false, rows, 4, ex.output(1), t1.data(), 1.0f, grads ? ex.output_grad(1) : nullptr, &acc);
+  const std::vector<float> t0(static_cast<size_t>(rows * 2), 0.5f),
+      t1(static_cast<size_t>(rows * 4), -0.25f);
+  be.loss(LossKind::mean_squared_error, false, rows, 2, ex.output(0), t0.data(), 1.0f,
+          grads ? ex.output_grad(0) : nullptr, &acc);
+  be.loss(LossKind::mean_squared_error, false, rows, 4, ex.output(1), t1.data(), 1.0f,
+          grads ? ex.output_grad(1) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);
     ex.backward(rows, true, params.data(), grads->data());
@@ -215,7 +222,8 @@ TEST(Graph, ParamLayoutIsAlignedAndInKerasOrder) {
   const double n = static_cast<double>(g.params()[0].size);
   EXPECT_NEAR(sum / n, 0.0, 0.01 * limit);
   EXPECT_NEAR(sq / n, limit * limit / 3.0, 0.02 * limit * limit / 3.0);
-  for (int64_t i = 0; i < 256; ++i) EXPECT_EQ(init[static_cast<size_t>(g.params()[1].offset + i)], 0.0f);
+  for (int64_t i = 0; i < 256; ++i)
+    EXPECT_EQ(init[static_cast<size_t>(g.params()[1].offset + i)], 0.0f);
 }
 
 TEST(Graph, RejectsCyclesAndBadShapes) {

@@ -97,20 +97,46 @@ TEST(CpuLoss, HandComputedValues) {
   };
   const Case cases[] = {
       {K::sparse_categorical_crossentropy, true, 1, 3, {1, 2, 3}, {2}, 0.40760596444438013},
-      {K::sparse_categorical_crossentropy, false, 1, 3, {0.1f, 0.2f, 0.7f}, {2}, 0.35667494393873245},
+      {K::sparse_categorical_crossentropy,
+       false,
+       1,
+       3,
+       {0.1f, 0.2f, 0.7f},
+       {2},
+       0.35667494393873245},
       // A zero probability is clipped to 1e-7 before the log.
       {K::sparse_categorical_crossentropy, false, 1, 3, {0, 0.5f, 0.5f}, {0}, 16.118095750958314},
       // Keras normalises the clipped probabilities (log + softmax CE): log 3.
-      {K::sparse_categorical_crossentropy, false, 1, 3, {0.2f, 0.2f, 0.2f}, {0}, 1.0986122886681098},
+      {K::sparse_categorical_crossentropy,
+       false,
+       1,
+       3,
+       {0.2f, 0.2f, 0.2f},
+       {0},
+       1.0986122886681098},
       // Keras' documented example: per sample 0.10536, 0.11653, 0.06188.
-      {K::categorical_crossentropy, false, 3, 3,
-       {.9f, .05f, .05f, .05f, .89f, .06f, .05f, .01f, .94f}, {1, 0, 0, 0, 1, 0, 0, 0, 1},
+      {K::categorical_crossentropy,
+       false,
+       3,
+       3,
+       {.9f, .05f, .05f, .05f, .89f, .06f, .05f, .01f, .94f},
+       {1, 0, 0, 0, 1, 0, 0, 0, 1},
        0.10536051565782628 + 0.11653381625595151 + 0.06187540371808753},
       {K::categorical_crossentropy, false, 1, 2, {2, 6}, {0, 1}, 0.2876820724517809},
       {K::categorical_crossentropy, true, 1, 2, {0.5f, -1.0f}, {0.2f, 0.8f}, 1.4014132779827526},
-      {K::binary_crossentropy, false, 2, 2, {0.6f, 0.4f, 0.4f, 0.6f}, {0, 1, 0, 0},
+      {K::binary_crossentropy,
+       false,
+       2,
+       2,
+       {0.6f, 0.4f, 0.4f, 0.6f},
+       {0, 1, 0, 0},
        0.916290731874155 + 0.7135581778200728},
-      {K::binary_crossentropy, true, 1, 4, {-18.6f, 0.51f, 2.94f, -12.8f}, {0, 1, 0, 1},
+      {K::binary_crossentropy,
+       true,
+       1,
+       4,
+       {-18.6f, 0.51f, 2.94f, -12.8f},
+       {0, 1, 0, 1},
        4.065457949781097},
       {K::mean_squared_error, false, 2, 2, {1, 2, 0, 0}, {0, 4, 0, 1}, 2.5 + 0.5},
   };
@@ -127,12 +153,14 @@ TEST(CpuLoss, GradientsMatchFiniteDifferences) {
   std::uniform_real_distribution<float> logit(-3, 3), prob(0.05f, 0.95f);
   const int64_t rows = 6, cols = 5;
   const float gs = 0.5f;
-  for (LossKind kind : {LossKind::sparse_categorical_crossentropy, LossKind::categorical_crossentropy,
-                        LossKind::binary_crossentropy, LossKind::mean_squared_error}) {
+  for (LossKind kind :
+       {LossKind::sparse_categorical_crossentropy, LossKind::categorical_crossentropy,
+        LossKind::binary_crossentropy, LossKind::mean_squared_error}) {
     for (bool logits : {false, true}) {
       if (kind == LossKind::mean_squared_error && logits) continue;
       Vec pred(static_cast<size_t>(rows * cols)), target;
-      for (auto& v : pred) v = logits || kind == LossKind::mean_squared_error ? logit(gen) : prob(gen);
+      for (auto& v : pred)
+        v = logits || kind == LossKind::mean_squared_error ? logit(gen) : prob(gen);
       if (kind == LossKind::sparse_categorical_crossentropy) {
         for (int64_t r = 0; r < rows; ++r) target.push_back(static_cast<float>(r % cols));
       } else {
@@ -152,16 +180,19 @@ TEST(CpuLoss, GradientsMatchFiniteDifferences) {
                              ? &target[static_cast<size_t>(row)]
                              : &target[static_cast<size_t>(row * cols)];
         std::vector<double> p(static_cast<size_t>(cols));
-        for (int64_t c = 0; c < cols; ++c) p[static_cast<size_t>(c)] = pred[static_cast<size_t>(row * cols + c)];
+        for (int64_t c = 0; c < cols; ++c)
+          p[static_cast<size_t>(c)] = pred[static_cast<size_t>(row * cols + c)];
         total += ref_loss(kind, logits, p, t);
         for (int64_t c = 0; c < cols; ++c) {
           const double h = 1e-5;
           std::vector<double> pp = p, pm = p;
           pp[static_cast<size_t>(c)] += h;
           pm[static_cast<size_t>(c)] -= h;
-          const double fd = gs * (ref_loss(kind, logits, pp, t) - ref_loss(kind, logits, pm, t)) / (2 * h);
+          const double fd =
+              gs * (ref_loss(kind, logits, pp, t) - ref_loss(kind, logits, pm, t)) / (2 * h);
           ASSERT_NEAR(r.dpred[static_cast<size_t>(row * cols + c)], fd, 1e-3 * std::fabs(fd) + 1e-6)
-              << "kind " << static_cast<int>(kind) << " logits " << logits << " at " << row << "," << c;
+              << "kind " << static_cast<int>(kind) << " logits " << logits << " at " << row << ","
+              << c;
         }
       }
       EXPECT_NEAR(r.acc, total, 1e-6 * (1 + total));
@@ -194,7 +225,8 @@ TEST(CpuLoss, LabelsOutsideTheClassesThrow) {
       FAIL() << "label " << bad << " accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::value);
-      EXPECT_NE(std::string(e.what()).find("at row 2 is outside 0..2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("at row 2 is outside 0..2"), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -207,13 +239,16 @@ TEST(CpuLoss, SplitRowsGiveTheSameGradients) {
   Vec pred(static_cast<size_t>(rows * cols)), labels(static_cast<size_t>(rows));
   for (auto& v : pred) v = d(gen);
   for (int64_t r = 0; r < rows; ++r) labels[static_cast<size_t>(r)] = static_cast<float>(r % cols);
-  const LossRun a = run_loss(*one, LossKind::sparse_categorical_crossentropy, true, rows, cols, pred, labels, 1.0f / rows);
-  const LossRun b = run_loss(*two, LossKind::sparse_categorical_crossentropy, true, rows, cols, pred, labels, 1.0f / rows);
+  const LossRun a = run_loss(*one, LossKind::sparse_categorical_crossentropy, true, rows, cols,
+                             pred, labels, 1.0f / rows);
+  const LossRun b = run_loss(*two, LossKind::sparse_categorical_crossentropy, true, rows, cols,
+                             pred, labels, 1.0f / rows);
   EXPECT_EQ(std::memcmp(a.dpred.data(), b.dpred.data(), a.dpred.size() * 4), 0);
   EXPECT_NEAR(a.acc, b.acc, 1e-9 * a.acc);  // double sums, added in another order
   // dpred may be null: only the value is accumulated.
   double acc = 0;
-  two->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, pred.data(), labels.data(), 1.0f, nullptr, &acc);
+  two->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, pred.data(), labels.data(),
+            1.0f, nullptr, &acc);
   EXPECT_NEAR(acc, b.acc, 1e-9 * acc);
 }
 
@@ -243,7 +278,8 @@ TEST(CpuMetric, HandComputedValues) {
   EXPECT_DOUBLE_EQ(r.first, 3.0);
   EXPECT_DOUBLE_EQ(r.second, 4.0);
   // Strictly greater than the threshold; per-sample mean over cols.
-  r = run_metric(*be, MetricKind::binary_accuracy, 0.7f, 1, 4, {0.7f, 0.71f, 0.2f, 0.9f}, {0, 1, 1, 1});
+  r = run_metric(*be, MetricKind::binary_accuracy, 0.7f, 1, 4, {0.7f, 0.71f, 0.2f, 0.9f},
+                 {0, 1, 1, 1});
   EXPECT_DOUBLE_EQ(r.first, 0.75);
   r = run_metric(*be, MetricKind::mean_absolute_error, 0.5f, 2, 2, {1, 2, 0, 0}, {0, 4, -1, 1});
   EXPECT_DOUBLE_EQ(r.first, 1.5 + 1.0);
@@ -261,13 +297,20 @@ TEST(CpuMetric, LargeBatchMatchesSerialCount) {
     int64_t best = 0;
     for (int64_t c = 0; c < cols; ++c) {
       pred[static_cast<size_t>(r * cols + c)] = d(gen);
-      if (pred[static_cast<size_t>(r * cols + c)] > pred[static_cast<size_t>(r * cols + best)]) best = c;
+      if (pred[static_cast<size_t>(r * cols + c)] > pred[static_cast<size_t>(r * cols + best)])
+        best = c;
     }
     labels[static_cast<size_t>(r)] = static_cast<float>(r % cols);
     hits += best == r % cols;
   }
-  EXPECT_DOUBLE_EQ(run_metric(*one, MetricKind::sparse_categorical_accuracy, 0.5f, rows, cols, pred, labels).first, hits);
-  EXPECT_DOUBLE_EQ(run_metric(*two, MetricKind::sparse_categorical_accuracy, 0.5f, rows, cols, pred, labels).first, hits);
+  EXPECT_DOUBLE_EQ(
+      run_metric(*one, MetricKind::sparse_categorical_accuracy, 0.5f, rows, cols, pred, labels)
+          .first,
+      hits);
+  EXPECT_DOUBLE_EQ(
+      run_metric(*two, MetricKind::sparse_categorical_accuracy, 0.5f, rows, cols, pred, labels)
+          .first,
+      hits);
 }
 
 }  // namespace

@@ -3,11 +3,10 @@
 // errors surfacing on the caller's thread with the replica and step named.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <thread>
 #include <vector>
-
-#include <algorithm>
 
 #include "core/error.h"
 #include "data/array_source.h"
@@ -25,7 +24,8 @@ Initializer normal(uint64_t seed, double sd) {
   return i;
 }
 
-std::shared_ptr<const Graph> one_dense(int64_t in, int64_t out, Activation act = Activation::linear) {
+std::shared_ptr<const Graph> one_dense(int64_t in, int64_t out,
+                                       Activation act = Activation::linear) {
   std::vector<GraphNode> nodes(2);
   nodes[0].name = "input_layer";
   nodes[0].layer = make_input_layer(Shape{in});
@@ -52,7 +52,8 @@ TEST(Model, OneAdamStepMatchesADoublePrecisionReference) {
   const std::vector<float> p0 = m.get_params();
   const auto& prm = m.graph().params();
   std::vector<float> x(rows * in), y{0, 3, 1, 2, 3};
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(std::cos(1.3 * static_cast<double>(i)));
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(std::cos(1.3 * static_cast<double>(i)));
   HostBatch b;
   b.rows = rows;
   b.parts = {{x.data(), in}, {y.data(), 1}};
@@ -66,7 +67,8 @@ TEST(Model, OneAdamStepMatchesADoublePrecisionReference) {
     std::vector<double> z(out);
     for (int64_t j = 0; j < out; ++j) {
       z[j] = p0[prm[1].offset + j];
-      for (int64_t k = 0; k < in; ++k) z[j] += double{x[r * in + k]} * p0[prm[0].offset + k * out + j];
+      for (int64_t k = 0; k < in; ++k)
+        z[j] += double{x[r * in + k]} * p0[prm[0].offset + k * out + j];
     }
     double mx = z[0], s = 0;
     for (double v : z) mx = std::max(mx, v);
@@ -113,7 +115,8 @@ TEST(Model, TrainingLoopLearnsAndReportsRowsAndThreads) {
   nodes[2].name = "out";
   nodes[2].layer = make_dense(2, Activation::linear, true, normal(4, 0.5), Initializer{});
   nodes[2].inputs = {1};
-  auto g = std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0}, std::vector<int>{2});
+  auto g =
+      std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0}, std::vector<int>{2});
   Model m(g, {DeviceSpec{}}, 2);
   m.compile(adam_sparse_ce());
   ArraySource src(data, 50, true, 99);
@@ -213,7 +216,8 @@ TEST(Model, PredictIsTheForwardPass) {
   for (int r = 0; r < 3; ++r) {
     double z[3], s = 0;
     for (int j = 0; j < 3; ++j) {
-      z[j] = p[prm[1].offset + j] + x[r * 2] * p[prm[0].offset + j] + x[r * 2 + 1] * p[prm[0].offset + 3 + j];
+      z[j] = p[prm[1].offset + j] + x[r * 2] * p[prm[0].offset + j] +
+             x[r * 2 + 1] * p[prm[0].offset + 3 + j];
       s += std::exp(z[j]);
     }
     for (int j = 0; j < 3; ++j) EXPECT_NEAR(out[r * 3 + j], std::exp(z[j]) / s, 1e-6);
@@ -249,8 +253,8 @@ TEST(Data, ReplicaSlicesAreContiguousAndCoverTheBatch) {
 }
 
 TEST(Data, ShuffleIsASeededPermutation) {
-  const auto a = shuffled_order(1000, 7, 0), b = shuffled_order(1000, 7, 0), c = shuffled_order(1000, 7, 1),
-             d = shuffled_order(1000, 8, 0);
+  const auto a = shuffled_order(1000, 7, 0), b = shuffled_order(1000, 7, 0),
+             c = shuffled_order(1000, 7, 1), d = shuffled_order(1000, 8, 0);
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   EXPECT_NE(a, d);

@@ -73,11 +73,13 @@ TEST(CpuBackend, FillAxpyMultiply) {
       Vec y = y0;
       be->axpy(n, -0.75f, x.data(), y.data());
       for (int64_t i = 0; i < n; ++i)
-        ASSERT_NEAR(y[static_cast<size_t>(i)], y0[static_cast<size_t>(i)] - 0.75 * x[static_cast<size_t>(i)], 1e-6);
+        ASSERT_NEAR(y[static_cast<size_t>(i)],
+                    y0[static_cast<size_t>(i)] - 0.75 * x[static_cast<size_t>(i)], 1e-6);
       Vec m(static_cast<size_t>(n));
       be->multiply(n, x.data(), y0.data(), m.data());
       for (int64_t i = 0; i < n; ++i)
-        ASSERT_EQ(m[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * y0[static_cast<size_t>(i)]);
+        ASSERT_EQ(m[static_cast<size_t>(i)],
+                  x[static_cast<size_t>(i)] * y0[static_cast<size_t>(i)]);
       results[t][0] = f;
       results[t][1] = y;
       results[t][2] = m;
@@ -104,8 +106,10 @@ void gemm_ref(bool ta, bool tb, const GemmCase& g, const Vec& a, int64_t lda, co
     for (int64_t j = 0; j < g.n; ++j) {
       double s = 0.0, sa = 0.0;
       for (int64_t p = 0; p < g.k; ++p) {
-        const double av = ta ? a[static_cast<size_t>(p * lda + i)] : a[static_cast<size_t>(i * lda + p)];
-        const double bv = tb ? b[static_cast<size_t>(j * ldb + p)] : b[static_cast<size_t>(p * ldb + j)];
+        const double av =
+            ta ? a[static_cast<size_t>(p * lda + i)] : a[static_cast<size_t>(i * lda + p)];
+        const double bv =
+            tb ? b[static_cast<size_t>(j * ldb + p)] : b[static_cast<size_t>(p * ldb + j)];
         s += av * bv;
         sa += std::fabs(av * bv);
       }
@@ -125,11 +129,12 @@ Vec run_gemm(Backend& be, bool ta, bool tb, const GemmCase& g, const Vec& a, int
 TEST(CpuBackend, GemmAllTransposesAgainstReference) {
   Backends bs;
   const GemmCase cases[] = {
-      {1, 1, 1, 0, 1.0f, 0.0f},      {37, 53, 19, 0, 1.0f, 0.0f},   {37, 53, 19, 5, 0.5f, 2.0f},
-      {64, 256, 784, 0, 1.0f, 0.0f},  // column split
+      {1, 1, 1, 0, 1.0f, 0.0f},      {37, 53, 19, 0, 1.0f, 0.0f},
+      {37, 53, 19, 5, 0.5f, 2.0f},   {64, 256, 784, 0, 1.0f, 0.0f},  // column split
       {64, 256, 256, 3, 1.0f, 1.0f},  // column split, accumulate, ld > cols
       {300, 40, 50, 1, -1.0f, 0.5f},  // row split
-      {100, 10, 300, 2, 1.0f, 0.0f},  // narrow output, row split
+      {100, 10, 300, 2, 1.0f, 0.0f},  // narrow output, inline
+      {600, 10, 100, 1, 1.0f, 0.5f},  // narrow output, split at a multiple of 256 rows
       {256, 10, 64, 0, 1.0f, 1.0f},   // narrow output (dW of a 10-unit layer)
       {5, 7, 0, 0, 1.0f, 0.5f},       // k = 0: C = beta C
   };
@@ -138,7 +143,9 @@ TEST(CpuBackend, GemmAllTransposesAgainstReference) {
       const bool ta = tr & 1, tb = tr & 2;
       const int64_t arows = ta ? g.k : g.m, acols = ta ? g.m : g.k;
       const int64_t brows = tb ? g.n : g.k, bcols = tb ? g.k : g.n;
-      const int64_t lda = acols + g.pad, ldb = bcols + g.pad, ldc = g.n + g.pad;
+      const int64_t lda = std::max<int64_t>(acols, 1) + g.pad,
+                    ldb = std::max<int64_t>(bcols, 1) + g.pad;
+      const int64_t ldc = g.n + g.pad;
       const Vec a = random_vec(static_cast<size_t>(std::max<int64_t>(arows * lda, 1)), 10 + tr);
       const Vec b = random_vec(static_cast<size_t>(std::max<int64_t>(brows * ldb, 1)), 20 + tr);
       Vec c0 = random_vec(static_cast<size_t>(g.m * ldc), 30 + tr);
@@ -217,12 +224,18 @@ TEST(CpuBackend, BiasAddAndGrad) {
 
 double act_ref(Activation act, double x) {
   switch (act) {
-    case Activation::linear: return x;
-    case Activation::relu: return x > 0 ? x : 0;
-    case Activation::sigmoid: return 1.0 / (1.0 + std::exp(-x));
-    case Activation::tanh: return std::tanh(x);
-    case Activation::gelu: return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-    case Activation::softmax: break;
+    case Activation::linear:
+      return x;
+    case Activation::relu:
+      return x > 0 ? x : 0;
+    case Activation::sigmoid:
+      return 1.0 / (1.0 + std::exp(-x));
+    case Activation::tanh:
+      return std::tanh(x);
+    case Activation::gelu:
+      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+    case Activation::softmax:
+      break;
   }
   return NAN;
 }
@@ -238,7 +251,7 @@ void softmax_ref(const double* x, int64_t cols, double* y) {
 TEST(CpuBackend, ActivationsForwardAndBackwardAgainstFiniteDifferences) {
   Backends bs;
   const Activation acts[] = {Activation::linear, Activation::relu, Activation::sigmoid,
-                             Activation::tanh, Activation::gelu, Activation::softmax};
+                             Activation::tanh,   Activation::gelu, Activation::softmax};
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4, 7}, {300, 200}}) {
     const size_t n = static_cast<size_t>(rows * cols);
     Vec x = random_vec(n, 7, -4.0f, 4.0f);
@@ -263,7 +276,8 @@ TEST(CpuBackend, ActivationsForwardAndBackwardAgainstFiniteDifferences) {
       const double h = 1e-4;
       for (int64_t r = 0; r < std::min<int64_t>(rows, 20); ++r) {
         std::vector<double> xr(static_cast<size_t>(cols)), yr(static_cast<size_t>(cols));
-        for (int64_t c = 0; c < cols; ++c) xr[static_cast<size_t>(c)] = x[static_cast<size_t>(r * cols + c)];
+        for (int64_t c = 0; c < cols; ++c)
+          xr[static_cast<size_t>(c)] = x[static_cast<size_t>(r * cols + c)];
         if (act == Activation::softmax) {
           softmax_ref(xr.data(), cols, yr.data());
           double sum = 0;
@@ -274,24 +288,28 @@ TEST(CpuBackend, ActivationsForwardAndBackwardAgainstFiniteDifferences) {
           EXPECT_NEAR(sum, 1.0, 1e-5);
         } else {
           for (int64_t c = 0; c < cols; ++c)
-            ASSERT_NEAR(y[static_cast<size_t>(r * cols + c)], act_ref(act, xr[static_cast<size_t>(c)]),
+            ASSERT_NEAR(y[static_cast<size_t>(r * cols + c)],
+                        act_ref(act, xr[static_cast<size_t>(c)]),
                         2e-6 * (1 + std::fabs(xr[static_cast<size_t>(c)])));
         }
         // dL/dx for L = sum dy * f(x), by central differences of the reference.
         for (int64_t c = 0; c < cols; ++c) {
           double fd;
           if (act == Activation::softmax) {
-            std::vector<double> xp = xr, xm = xr, yp(static_cast<size_t>(cols)), ym(static_cast<size_t>(cols));
+            std::vector<double> xp = xr, xm = xr, yp(static_cast<size_t>(cols)),
+                                ym(static_cast<size_t>(cols));
             xp[static_cast<size_t>(c)] += h;
             xm[static_cast<size_t>(c)] -= h;
             softmax_ref(xp.data(), cols, yp.data());
             softmax_ref(xm.data(), cols, ym.data());
             fd = 0;
             for (int64_t j = 0; j < cols; ++j)
-              fd += dy[static_cast<size_t>(r * cols + j)] * (yp[static_cast<size_t>(j)] - ym[static_cast<size_t>(j)]) / (2 * h);
+              fd += dy[static_cast<size_t>(r * cols + j)] *
+                    (yp[static_cast<size_t>(j)] - ym[static_cast<size_t>(j)]) / (2 * h);
           } else {
             const double xc = xr[static_cast<size_t>(c)];
-            fd = dy[static_cast<size_t>(r * cols + c)] * (act_ref(act, xc + h) - act_ref(act, xc - h)) / (2 * h);
+            fd = dy[static_cast<size_t>(r * cols + c)] *
+                 (act_ref(act, xc + h) - act_ref(act, xc - h)) / (2 * h);
           }
           ASSERT_NEAR(dx[static_cast<size_t>(r * cols + c)], fd, 1e-3 * std::fabs(fd) + 2e-6)
               << "act " << static_cast<int>(act) << " at " << r << "," << c;
@@ -304,8 +322,10 @@ TEST(CpuBackend, ActivationsForwardAndBackwardAgainstFiniteDifferences) {
 TEST(CpuBackend, ActivationsInPlaceWhereAllowed) {
   auto be = make_cpu_backend(0, 2);
   const int64_t rows = 50, cols = 400;
-  const Vec x = random_vec(static_cast<size_t>(rows * cols), 9, -3, 3), dy = random_vec(x.size(), 10);
-  for (Activation act : {Activation::linear, Activation::relu, Activation::sigmoid, Activation::tanh}) {
+  const Vec x = random_vec(static_cast<size_t>(rows * cols), 9, -3, 3),
+            dy = random_vec(x.size(), 10);
+  for (Activation act :
+       {Activation::linear, Activation::relu, Activation::sigmoid, Activation::tanh}) {
     Vec y(x.size()), dx(x.size());
     be->activation_forward(act, rows, cols, x.data(), y.data());
     be->activation_backward(act, rows, cols, x.data(), y.data(), dy.data(), dx.data());
@@ -351,9 +371,11 @@ TEST(CpuBackend, DropoutMaskIsKeyedByGlobalPosition) {
   EXPECT_NEAR(frac, 0.7, 0.01);  // 76800 draws: sd ~ 0.0017
   // Replica independence: rows 0..99 and 100..255 computed separately, with
   // their global row offsets, give the same masks.
-  Vec ma(static_cast<size_t>(100 * cols)), ya(ma.size()), mb(static_cast<size_t>(156 * cols)), yb(mb.size());
+  Vec ma(static_cast<size_t>(100 * cols)), ya(ma.size()), mb(static_cast<size_t>(156 * cols)),
+      yb(mb.size());
   bs.two->dropout_forward(100, cols, rate, 42, 7, 3, 0, x.data(), ma.data(), ya.data());
-  bs.one->dropout_forward(156, cols, rate, 42, 7, 3, 100, x.data() + 100 * cols, mb.data(), yb.data());
+  bs.one->dropout_forward(156, cols, rate, 42, 7, 3, 100, x.data() + 100 * cols, mb.data(),
+                          yb.data());
   EXPECT_EQ(std::memcmp(ma.data(), mask1.data(), ma.size() * 4), 0);
   EXPECT_EQ(std::memcmp(mb.data(), mask1.data() + 100 * cols, mb.size() * 4), 0);
   // Another seed, step or stream changes the mask.
@@ -369,8 +391,8 @@ TEST(CpuBackend, DropoutMaskIsKeyedByGlobalPosition) {
   Vec m0(x.size()), y0(x.size());
   bs.one->dropout_forward(rows, cols, 0.0f, 1, 1, 1, 0, x.data(), m0.data(), y0.data());
   EXPECT_TRUE(bit_equal(y0, x));
-  EXPECT_THROW(bs.one->dropout_forward(rows, cols, 1.0f, 1, 1, 1, 0, x.data(), m0.data(), y0.data()),
-               Error);
+  EXPECT_THROW(
+      bs.one->dropout_forward(rows, cols, 1.0f, 1, 1, 1, 0, x.data(), m0.data(), y0.data()), Error);
 }
 
 }  // namespace

@@ -95,7 +95,8 @@ TEST(CpuOptimizer, AdamAmsgradAndAdamW) {
   // First Adam step moves every weight by ~lr * sign(g) (m/sqrt(v) = g/|g|).
   Vec w = kW0, m(4, 0.0f), v(4, 0.0f);
   const float alpha = static_cast<float>(0.01 * std::sqrt(1 - 0.999) / (1 - 0.9));
-  be->adam_update(4, w.data(), kG1.data(), m.data(), v.data(), nullptr, alpha, 0.9f, 0.999f, 1e-7f, 0.0f);
+  be->adam_update(4, w.data(), kG1.data(), m.data(), v.data(), nullptr, alpha, 0.9f, 0.999f, 1e-7f,
+                  0.0f);
   EXPECT_NEAR(w[0], 0.5 - 0.01, 1e-6);
   EXPECT_NEAR(w[1], -1.0 + 0.01, 1e-6);
 }
@@ -141,7 +142,8 @@ TEST(CpuOptimizer, RmspropPlainCenteredMomentum) {
   }
   // First plain step by hand: v = 0.1 g^2, w -= lr g / sqrt(0.1 g^2 + eps).
   Vec w = kW0, v(4, 0.0f);
-  be->rmsprop_update(4, w.data(), kG1.data(), v.data(), nullptr, nullptr, 0.01f, 0.9f, 0.0f, 1e-7f, 0.0f);
+  be->rmsprop_update(4, w.data(), kG1.data(), v.data(), nullptr, nullptr, 0.01f, 0.9f, 0.0f, 1e-7f,
+                     0.0f);
   EXPECT_NEAR(w[0], 0.5 - 0.01 * 0.1 / std::sqrt(0.1 * 0.01 + 1e-7), 1e-6);
 }
 
@@ -163,7 +165,8 @@ TEST(CpuOptimizer, TeamSizesAgreeBitForBit) {
     for (int step = 0; step < 3; ++step) {
       be->adam_update(static_cast<int64_t>(n), w[t].data(), g.data(), m[t].data(), v[t].data(),
                       vh[t].data(), 1e-3f, 0.9f, 0.999f, 1e-7f, 4e-6f);
-      be->sgd_update(static_cast<int64_t>(n), w[t].data(), g.data(), m[t].data(), 0.01f, 0.9f, true, 0.0f);
+      be->sgd_update(static_cast<int64_t>(n), w[t].data(), g.data(), m[t].data(), 0.01f, 0.9f, true,
+                     0.0f);
       be->rmsprop_update(static_cast<int64_t>(n), w[t].data(), g.data(), v[t].data(), vh[t].data(),
                          m[t].data(), 0.001f, 0.9f, 0.5f, 1e-7f, 0.0f);
     }

@@ -12,8 +12,8 @@ namespace mr {
 
 namespace {
 int checked_threads(int threads) {
-  MR_CHECK(threads >= 1 && threads <= cpu::kMaxTeamSize, value,
-           "a CPU device needs 1..", cpu::kMaxTeamSize, " threads, got ", threads);
+  MR_CHECK(threads >= 1 && threads <= cpu::kMaxTeamSize, value, "a CPU device needs 1..",
+           cpu::kMaxTeamSize, " threads, got ", threads);
   return threads;
 }
 }  // namespace

@@ -57,8 +57,8 @@ class CpuBackend : public Backend {
                   bool nesterov, float wd_lr) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
                    float alpha, float beta1, float beta2, float epsilon, float wd_lr) override;
-  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
-                      float lr, float rho, float momentum, float epsilon, float wd_lr) override;
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom, float lr,
+                      float rho, float momentum, float epsilon, float wd_lr) override;
 
   ThreadTeam& team() { return team_; }
 

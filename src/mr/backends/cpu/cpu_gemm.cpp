@@ -25,6 +25,12 @@ constexpr int64_t kParallelMinMacs = 256 * 1024;
 // panels of B then have no ragged edge inside a block).
 constexpr int64_t kColumnGrain = 16;
 constexpr int64_t kRowGrain = 8;
+// Narrow outputs (n < kNarrowN) are computed in column-major tiles of
+// kNarrowRows rows (see narrow_product). Eigen's arithmetic for a row depends
+// on its place in the tile, so a split of such a product falls on tile
+// boundaries: the result is then the same for any team size.
+constexpr int64_t kNarrowN = 16;
+constexpr int64_t kNarrowRows = 256;
 
 #if defined(MR_WITH_OPENBLAS)
 
@@ -38,8 +44,8 @@ void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
 #else
 
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
-using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<>>;
+using ConstMap = Eigen::Map<const RowMat, Eigen::Unaligned, Eigen::OuterStride<> >;
+using MutMap = Eigen::Map<RowMat, Eigen::Unaligned, Eigen::OuterStride<> >;
 
 template <typename A, typename B>
 void eigen_product(const A& opa, const B& opb, float alpha, float beta, MutMap& cm) {
@@ -57,9 +63,6 @@ void eigen_product(const A& opa, const B& opb, float alpha, float beta, MutMap& 
 // AVX-512 kernel (3.3 has no half packets there): 64x10x256 runs at ~9 GFLOP/s.
 // Computing a column-major tile T = op(A) op(B) instead makes A the left
 // operand (vectorised over m); T is then added into C. T lives on the stack.
-constexpr int64_t kNarrowN = 16;
-constexpr int64_t kNarrowRows = 256;
-
 using ColMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 using ColMap = Eigen::Map<ColMat, Eigen::Aligned64>;
 
@@ -86,7 +89,7 @@ void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
   // Stored shapes: A is m x k (k x m when transposed), B is k x n (n x k).
   ConstMap am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
-  if (n < kNarrowN && m >= kNarrowN) {
+  if (n < kNarrowN) {
     if (!ta && !tb) narrow_product(am, bm, m, n, alpha, beta, c, ldc);
     if (!ta && tb) narrow_product(am, bm.transpose(), m, n, alpha, beta, c, ldc);
     if (ta && !tb) narrow_product(am.transpose(), bm, m, n, alpha, beta, c, ldc);
@@ -145,10 +148,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
       block_gemm(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
     });
   } else {
-    cpu::for_range(team_, m, kRowGrain, [&](int64_t i0, int64_t i1) {
+    const int64_t grain = n < kNarrowN ? kNarrowRows : kRowGrain;
+    cpu::for_range(team_, m, grain, [&](int64_t i0, int64_t i1) {
       const float* ai = trans_a ? a + i0 : a + i0 * lda;
-      block_gemm(trans_a, trans_b, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta, c + i0 * ldc,
-                 ldc);
+      block_gemm(trans_a, trans_b, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta, c + i0 * ldc, ldc);
     });
   }
 }

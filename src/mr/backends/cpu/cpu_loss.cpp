@@ -181,10 +181,18 @@ void CpuBackend::loss(LossKind kind, bool from_logits, int64_t rows, int64_t col
     double s = 0.0;
     for (int64_t r = r0; r < r1; ++r) {
       switch (kind) {
-        case LossKind::sparse_categorical_crossentropy: s += sparse_ce(args, r, from_logits); break;
-        case LossKind::categorical_crossentropy: s += categorical_ce(args, r, from_logits); break;
-        case LossKind::binary_crossentropy: s += binary_ce(args, r, from_logits); break;
-        case LossKind::mean_squared_error: s += mse(args, r); break;
+        case LossKind::sparse_categorical_crossentropy:
+          s += sparse_ce(args, r, from_logits);
+          break;
+        case LossKind::categorical_crossentropy:
+          s += categorical_ce(args, r, from_logits);
+          break;
+        case LossKind::binary_crossentropy:
+          s += binary_ce(args, r, from_logits);
+          break;
+        case LossKind::mean_squared_error:
+          s += mse(args, r);
+          break;
       }
     }
     return s;

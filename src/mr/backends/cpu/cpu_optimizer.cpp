@@ -13,8 +13,8 @@ namespace {
 constexpr int64_t kUpdateGrain = 4096;
 }  // namespace
 
-void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float lr,
-                            float momentum, bool nesterov, float wd_lr) {
+void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                            bool nesterov, float wd_lr) {
   MR_CHECK(momentum == 0.0f || m != nullptr, internal, "sgd with momentum needs a momentum slot");
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -54,9 +54,8 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
   });
 }
 
-void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
-                                float* mom, float lr, float rho, float momentum, float epsilon,
-                                float wd_lr) {
+void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                                float lr, float rho, float momentum, float epsilon, float wd_lr) {
   MR_CHECK(momentum <= 0.0f || mom != nullptr, internal,
            "rmsprop with momentum needs a momentum slot");
   const float one_rho = 1.0f - rho;
