@@ -2,6 +2,7 @@
 #include <Rcpp.h>
 
 #include "build_config.h"
+#include "backends/cpu/cpu_backend.h"
 #include "core/device_info.h"
 
 // [[Rcpp::export]]
@@ -39,5 +40,6 @@ Rcpp::List cpp_build_info() {
                             Rcpp::Named("cuda_version") = mr::cuda_runtime_version(),
                             Rcpp::Named("nccl") = mr::built_with_nccl(),
                             Rcpp::Named("nccl_version") = mr::nccl_version(),
-                            Rcpp::Named("cpu_flags") = std::string(MR_CPU_FLAGS));
+                            Rcpp::Named("cpu_flags") = std::string(MR_CPU_FLAGS),
+                            Rcpp::Named("cpu_gemm") = mr::cpu_gemm_description());
 }

@@ -27,7 +27,7 @@ info <- mirrored:::cpp_build_info()
 json <- sprintf(paste0('{"peer": "mirrored", "version": "%s", "blas": "%s", "threads": %d, "ftz": true, ',
                        '"epoch_s": [%.4f, %.4f], "ms_per_step_epoch1": %.4f, "ms_per_step_epoch2": %.4f, ',
                        '"final_loss": %.4f, "final_acc": %.4f}'),
-                format(utils::packageVersion("mirrored")), info$cpu_flags, parallel::detectCores(),
+                format(utils::packageVersion("mirrored")), info$cpu_gemm, parallel::detectCores(),
                 epoch_s[1], epoch_s[2], 1000 * epoch_s[1] / steps, 1000 * epoch_s[2] / steps,
                 h$metrics$loss[2], h$metrics$sparse_categorical_accuracy[2])
 cat(json, "\n", sep = "")

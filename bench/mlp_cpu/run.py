@@ -25,13 +25,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
-BEGIN = "<!-- mlp_cpu:begin -->"
-END = "<!-- mlp_cpu:end -->"
-HEADER = (
-    "# Benchmarks\n\n"
-    "Numbers measured by the harnesses under `bench/`; each section is rewritten by its own\n"
-    "harness (between its markers) and says how to reproduce it.\n"
-)
+sys.path.insert(0, os.path.dirname(HERE))
+from report import cpu_info, git_commit, markers, write_section  # noqa: E402
+
+BEGIN, END = markers("mlp_cpu")
 PEERS = ["torch", "torch-fused", "keras", "keras-xla"]
 GOAL_FACTOR = 2.0
 
@@ -122,34 +119,6 @@ def run_once(cmd, timeout, seed):
     rec["contention"] = round(contention, 4)
     rec["process_s"] = round(wall, 3)
     return rec, None
-
-
-def cpu_info():
-    model, cpus, avx512 = platform.processor() or "unknown", os.cpu_count(), False
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            key, _, val = line.partition(":")
-            if key.strip() == "Model name":
-                model = val.strip()
-            elif key.strip() == "CPU(s)":
-                cpus = int(val.strip())
-            elif key.strip() == "Flags":
-                avx512 = "avx512f" in val.split()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return model, cpus, avx512
-
-
-def git_commit():
-    def git(*a):
-        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True)
-
-    head = git("rev-parse", "--short", "HEAD")
-    commit = head.stdout.strip() if head.returncode == 0 else "no commit"
-    if git("status", "--porcelain", "--untracked-files=no").stdout.strip():
-        commit += "-dirty"
-    return commit
 
 
 def peer_problems(name, rec):
@@ -265,18 +234,6 @@ def render(args, names, results, failures, started, load_before, load_after):
     return "\n".join(lines) + "\n"
 
 
-def write_section(path, section):
-    text = open(path).read() if os.path.exists(path) else HEADER
-    if BEGIN in text and END in text and text.index(BEGIN) < text.index(END):
-        head, rest = text.split(BEGIN, 1)
-        tail = rest.split(END, 1)[1]
-        text = head + section.rstrip("\n") + tail
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def main():
     args = parse_args()
     cmds = contender_cmds(args)
@@ -328,7 +285,7 @@ def main():
     section = render(args, names, results, failures, started, load_before, load_after)
     print(section)
     if not args.no_write:
-        write_section(args.output, section)
+        write_section(args.output, "mlp_cpu", section)
         print(f"wrote the mlp_cpu section of {args.output}", file=sys.stderr)
     valid_peers = [n for n in names if n != "mirrored" and results.get(n)]
     return 0 if valid_peers else 1

@@ -122,13 +122,15 @@ class Backend {
                           float momentum, bool nesterov, float wd_lr) = 0;
   // Adam: m += (g - m)(1-b1); v += (g^2 - v)(1-b2); w -= alpha * m / (sqrt(v) + eps),
   // alpha = lr * sqrt(1 - b2^t) / (1 - b1^t) computed by the caller.
-  // amsgrad: vhat = max(vhat, v) and vhat replaces v in the denominator.
+  // amsgrad: vhat = max(vhat, v) and vhat replaces v in the denominator; vhat is
+  // null when amsgrad is off.
   virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v,
                            float* vhat, float alpha, float beta1, float beta2,
                            float epsilon, float wd_lr) = 0;
   // RMSprop: v = rho*v + (1-rho) g^2; centered: a = rho*a + (1-rho) g and
   // denom = v - a^2 + eps, else denom = v + eps; inc = lr * g / sqrt(denom);
   // momentum > 0: mom = momentum*mom + inc, w -= mom; else w -= inc.
+  // Centered is signalled by a != null; mom may be null when momentum == 0.
   virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
                               float* mom, float lr, float rho, float momentum,
                               float epsilon, float wd_lr) = 0;

@@ -73,6 +73,9 @@ void require_cpu_isa();
 
 std::unique_ptr<Backend> make_cpu_backend(int index, int threads);
 
+// "Eigen 3.3.9 (AVX-512)": the library and vector unit the CPU gemm was built for.
+std::string cpu_gemm_description();
+
 namespace cpu {
 
 // Work thresholds (elements) below which an op runs inline on the caller: a

@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""bench/gemm_cpu: sgemm GFLOP/s of mirrored's CPU backend at the shapes of the
+vignette's model (forward and backward products of 784-256-256-10 at batch 64)
+and two large products, against the machine's measured ceiling (an FMA loop on
+1 and 2 threads). Runs build/bench_gemm (built by `make core`) N times and
+writes the medians to the `gemm_cpu` section of BENCHMARKS.md.
+
+    python3 bench/gemm_cpu/run.py [--n 5] [--bin build/bench_gemm] [--no-write]
+"""
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+from report import REPO, cpu_info, git_commit, write_section  # noqa: E402
+
+
+def run_once(binary, threads, seconds):
+    out = subprocess.run([binary, str(threads), str(seconds)], capture_output=True, text=True, check=True).stdout
+    rows, ceiling = {}, None
+    for line in out.splitlines():
+        if line.startswith("FMA ceiling:"):
+            parts = line.replace(",", "").split()
+            ceiling = (float(parts[4]), float(parts[8]))
+            continue
+        fields = line.split()
+        if len(fields) >= 7 and fields[-1].replace(".", "", 1).isdigit() and fields[-3].isdigit():
+            label = " ".join(fields[:-6])
+            rows[(label, fields[-6], fields[-5], fields[-4], fields[-3])] = (float(fields[-2]), float(fields[-1]))
+    return rows, ceiling
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=5)
+    ap.add_argument("--bin", default=os.path.join(REPO, "build", "bench_gemm"))
+    ap.add_argument("--seconds", type=float, default=0.5)
+    ap.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"))
+    ap.add_argument("--no-write", action="store_true")
+    args = ap.parse_args()
+    if not os.path.exists(args.bin):
+        sys.exit(f"{args.bin} is missing: run `make core` first")
+    runs = [run_once(args.bin, 2, args.seconds) for _ in range(args.n)]
+    keys = list(runs[0][0].keys())
+    med = lambda xs: statistics.median(xs)  # noqa: E731
+    ceil1 = med([r[1][0] for r in runs])
+    ceil2 = med([r[1][1] for r in runs])
+    model, cpus, avx512 = cpu_info()
+    lines = [
+        "<!-- gemm_cpu:begin -->",
+        "## gemm_cpu",
+        "",
+        "sgemm of the CPU backend (Eigen with the kernels' vector flags, split over a team of",
+        "threads by output columns or rows) at the products one training step of the vignette's",
+        "model does, and two large ones, against the machine's ceiling measured by an FMA-throughput",
+        f"loop (independent accumulators). Median GFLOP/s of {args.n} runs of `build/bench_gemm 2`.",
+        "",
+        f"- machine: {model}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}",
+        f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; commit: {git_commit()}",
+        "- command: `make core && python3 bench/gemm_cpu/run.py`",
+        "",
+        "| product | op | m | n | k | 1 thread GFLOP/s | 2 threads GFLOP/s | share of the 2-thread ceiling |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for key in keys:
+        one = med([r[0][key][0] for r in runs if key in r[0]])
+        two = med([r[0][key][1] for r in runs if key in r[0]])
+        label, op, m, n, k = key
+        lines.append(f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {two:.1f} | {100 * two / ceil2:.0f}% |")
+    lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2.", "<!-- gemm_cpu:end -->", ""]
+    section = "\n".join(lines)
+    print(section)
+    if not args.no_write:
+        write_section(args.output, "gemm_cpu", section)
+
+
+if __name__ == "__main__":
+    main()
