@@ -57,19 +57,19 @@ cpp_model_replica_info <- function(ptr) {
     .Call(`_mirrored_cpp_model_replica_info`, ptr)
 }
 
-cpp_array_data <- function(parts, what) {
-    .Call(`_mirrored_cpp_array_data`, parts, what)
+cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {
+    .Call(`_mirrored_cpp_array_source`, parts, what, batch_size, shuffle, seed)
 }
 
-cpp_fit_epoch <- function(model, data, batch_size, shuffle, seed, epoch, max_batches, batch_begin, batch_end, progress, progress_interval) {
-    .Call(`_mirrored_cpp_fit_epoch`, model, data, batch_size, shuffle, seed, epoch, max_batches, batch_begin, batch_end, progress, progress_interval)
+cpp_fit_epoch <- function(model, source, epoch, max_batches, batch_begin, batch_end, progress, progress_interval) {
+    .Call(`_mirrored_cpp_fit_epoch`, model, source, epoch, max_batches, batch_begin, batch_end, progress, progress_interval)
 }
 
-cpp_evaluate <- function(model, data, batch_size, max_batches, batch_begin, batch_end, progress, progress_interval) {
-    .Call(`_mirrored_cpp_evaluate`, model, data, batch_size, max_batches, batch_begin, batch_end, progress, progress_interval)
+cpp_evaluate <- function(model, source, max_batches, batch_begin, batch_end, progress, progress_interval) {
+    .Call(`_mirrored_cpp_evaluate`, model, source, max_batches, batch_begin, batch_end, progress, progress_interval)
 }
 
-cpp_predict <- function(model, data, batch_size, max_batches, progress, progress_interval) {
-    .Call(`_mirrored_cpp_predict`, model, data, batch_size, max_batches, progress, progress_interval)
+cpp_predict <- function(model, source, max_batches, progress, progress_interval) {
+    .Call(`_mirrored_cpp_predict`, model, source, max_batches, progress, progress_interval)
 }
 

@@ -90,8 +90,10 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
     x <- take_rows(x, seq_len(k))
     y <- take_rows(y, seq_len(k))
   }
-  train <- array_data(list(x, y), c("x", "y"))
-  val_data <- if (!is.null(val)) array_data(list(val$x, val$y), c("validation x", "validation y"))
+  train <- array_source(list(x, y), c("x", "y"), batch_size, shuffle = shuffle)
+  val_data <- if (!is.null(val)) {
+    array_source(list(val$x, val$y), c("validation x", "validation y"), validation_batch_size)
+  }
   steps <- steps_per_epoch %||% ceiling(dim(x)[1] / batch_size)
 
   history <- callback_history()
@@ -99,19 +101,18 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
                        list(verbose = verbose, epochs = epochs, steps = steps))
   hooks <- loop_hooks(cbl, "train")
   model$stop_training <- FALSE
-  seed <- draw_seed()
   logs <- cbl$on_train_begin(list())
   for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
     cbl$on_epoch_begin(epoch, list())
-    res <- with_core(cpp_fit_epoch(model$ptr(), train, batch_size, shuffle, seed, epoch - 1,
-                                   steps_per_epoch %||% -1, hooks$begin, hooks$end, hooks$progress, 0.05))
+    res <- with_core(cpp_fit_epoch(model$ptr(), train, epoch - 1, steps_per_epoch %||% -1,
+                                   hooks$begin, hooks$end, hooks$progress, 0.05))
     if (res$interrupted) {
       model$history <- history$history()
       signal_interrupt()
     }
     logs <- as.list(res$logs)
     if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
-      vlogs <- run_evaluation(model, val_data, validation_batch_size, validation_steps %||% -1, cbl)
+      vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
       logs[paste0("val_", names(vlogs))] <- vlogs
     }
     logs <- cbl$on_epoch_end(epoch, logs)
@@ -157,11 +158,11 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   check_inputs(model, x)
   check_loss_output(model)
   check_targets(model, y, dim(x)[1])
-  data <- array_data(list(x, y), c("x", "y"))
+  data <- array_source(list(x, y), c("x", "y"), batch_size)
   nsteps <- steps %||% ceiling(dim(x)[1] / batch_size)
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
-  run_evaluation(model, data, batch_size, steps %||% -1, cbl)
+  run_evaluation(model, data, steps %||% -1, cbl)
 }
 
 #' Generate predictions
@@ -191,22 +192,22 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
   if (missing(x) || is.null(x)) abort_value("{.arg x} is required.")
   x <- as_sample_array(x, "x")
   check_inputs(model, x)
-  data <- array_data(list(x), "x")
+  data <- array_source(list(x), "x", batch_size)
   nsteps <- steps %||% ceiling(dim(x)[1] / batch_size)
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   hooks <- loop_hooks(cbl, "predict")
   cbl$on_predict_begin(list())
-  out <- with_core(cpp_predict(model$ptr(), data, batch_size, steps %||% -1, hooks$progress, 0.05))
+  out <- with_core(cpp_predict(model$ptr(), data, steps %||% -1, hooks$progress, 0.05))
   if (is.null(out)) signal_interrupt()
   cbl$on_predict_end(list())
   out
 }
 
-run_evaluation <- function(model, data, batch_size, max_batches, cbl) {
+run_evaluation <- function(model, data, max_batches, cbl) {
   hooks <- loop_hooks(cbl, "test")
   cbl$on_test_begin(list())
-  res <- with_core(cpp_evaluate(model$ptr(), data, batch_size, max_batches, hooks$begin, hooks$end,
+  res <- with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end,
                                 hooks$progress, 0.05))
   if (res$interrupted) signal_interrupt()
   logs <- as.list(res$logs)

@@ -120,7 +120,11 @@ check_targets <- function(model, y, n, call = sys.call(-1)) {
   }
 }
 
-array_data <- function(parts, names) with_core(cpp_array_data(parts, names))
+# A batch source over R arrays (converted once to row-major float32); the
+# shuffle order of each epoch is keyed by a seed drawn from R's generator.
+array_source <- function(parts, names, batch_size, shuffle = FALSE) {
+  with_core(cpp_array_source(parts, names, batch_size, shuffle, if (shuffle) draw_seed() else 0))
+}
 
 # The first n rows of an array (or rows from..to), keeping its other dims.
 take_rows <- function(x, rows) {

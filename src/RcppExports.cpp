@@ -167,70 +167,68 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_array_data
-SEXP cpp_array_data(Rcpp::List parts, Rcpp::CharacterVector what);
-RcppExport SEXP _mirrored_cpp_array_data(SEXP partsSEXP, SEXP whatSEXP) {
+// cpp_array_source
+SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
+RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< Rcpp::List >::type parts(partsSEXP);
     Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type what(whatSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_array_data(parts, what));
+    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< bool >::type shuffle(shuffleSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_array_source(parts, what, batch_size, shuffle, seed));
     return rcpp_result_gen;
 END_RCPP
 }
 // cpp_fit_epoch
-Rcpp::List cpp_fit_epoch(SEXP model, SEXP data, double batch_size, bool shuffle, double seed, double epoch, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress, double progress_interval);
-RcppExport SEXP _mirrored_cpp_fit_epoch(SEXP modelSEXP, SEXP dataSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP, SEXP epochSEXP, SEXP max_batchesSEXP, SEXP batch_beginSEXP, SEXP batch_endSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
+Rcpp::List cpp_fit_epoch(SEXP model, SEXP source, double epoch, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress, double progress_interval);
+RcppExport SEXP _mirrored_cpp_fit_epoch(SEXP modelSEXP, SEXP sourceSEXP, SEXP epochSEXP, SEXP max_batchesSEXP, SEXP batch_beginSEXP, SEXP batch_endSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type data(dataSEXP);
-    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
-    Rcpp::traits::input_parameter< bool >::type shuffle(shuffleSEXP);
-    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
     Rcpp::traits::input_parameter< double >::type epoch(epochSEXP);
     Rcpp::traits::input_parameter< double >::type max_batches(max_batchesSEXP);
     Rcpp::traits::input_parameter< SEXP >::type batch_begin(batch_beginSEXP);
     Rcpp::traits::input_parameter< SEXP >::type batch_end(batch_endSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< double >::type progress_interval(progress_intervalSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_fit_epoch(model, data, batch_size, shuffle, seed, epoch, max_batches, batch_begin, batch_end, progress, progress_interval));
+    rcpp_result_gen = Rcpp::wrap(cpp_fit_epoch(model, source, epoch, max_batches, batch_begin, batch_end, progress, progress_interval));
     return rcpp_result_gen;
 END_RCPP
 }
 // cpp_evaluate
-Rcpp::List cpp_evaluate(SEXP model, SEXP data, double batch_size, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress, double progress_interval);
-RcppExport SEXP _mirrored_cpp_evaluate(SEXP modelSEXP, SEXP dataSEXP, SEXP batch_sizeSEXP, SEXP max_batchesSEXP, SEXP batch_beginSEXP, SEXP batch_endSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
+Rcpp::List cpp_evaluate(SEXP model, SEXP source, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress, double progress_interval);
+RcppExport SEXP _mirrored_cpp_evaluate(SEXP modelSEXP, SEXP sourceSEXP, SEXP max_batchesSEXP, SEXP batch_beginSEXP, SEXP batch_endSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type data(dataSEXP);
-    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
     Rcpp::traits::input_parameter< double >::type max_batches(max_batchesSEXP);
     Rcpp::traits::input_parameter< SEXP >::type batch_begin(batch_beginSEXP);
     Rcpp::traits::input_parameter< SEXP >::type batch_end(batch_endSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< double >::type progress_interval(progress_intervalSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_evaluate(model, data, batch_size, max_batches, batch_begin, batch_end, progress, progress_interval));
+    rcpp_result_gen = Rcpp::wrap(cpp_evaluate(model, source, max_batches, batch_begin, batch_end, progress, progress_interval));
     return rcpp_result_gen;
 END_RCPP
 }
 // cpp_predict
-SEXP cpp_predict(SEXP model, SEXP data, double batch_size, double max_batches, SEXP progress, double progress_interval);
-RcppExport SEXP _mirrored_cpp_predict(SEXP modelSEXP, SEXP dataSEXP, SEXP batch_sizeSEXP, SEXP max_batchesSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
+SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress, double progress_interval);
+RcppExport SEXP _mirrored_cpp_predict(SEXP modelSEXP, SEXP sourceSEXP, SEXP max_batchesSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
-    Rcpp::traits::input_parameter< SEXP >::type data(dataSEXP);
-    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
     Rcpp::traits::input_parameter< double >::type max_batches(max_batchesSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< double >::type progress_interval(progress_intervalSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_predict(model, data, batch_size, max_batches, progress, progress_interval));
+    rcpp_result_gen = Rcpp::wrap(cpp_predict(model, source, max_batches, progress, progress_interval));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -250,10 +248,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
-    {"_mirrored_cpp_array_data", (DL_FUNC) &_mirrored_cpp_array_data, 2},
-    {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 11},
-    {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 8},
-    {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 6},
+    {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
+    {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
+    {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},
+    {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 5},
     {NULL, NULL, 0}
 };
 

@@ -14,7 +14,9 @@ using mr_glue::guarded;
 
 namespace {
 
-using DataPtr = Rcpp::XPtr<std::shared_ptr<const mr::ArrayData>>;
+// What fit()/evaluate()/predict() consume: any batch source (in-memory
+// arrays here; datasets make their own).
+using SourcePtr = Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>;
 
 void check_interrupt_fn(void*) { R_CheckUserInterrupt(); }
 
@@ -69,18 +71,19 @@ Rcpp::List result_list(const mr::LoopResult& r, const std::vector<std::string>& 
                             Rcpp::Named("interrupted") = r.interrupted);
 }
 
-std::unique_ptr<mr::ArraySource> make_source(SEXP data, double batch_size, bool shuffle, double seed) {
-  DataPtr d(data);
-  return std::make_unique<mr::ArraySource>(*d, static_cast<int64_t>(batch_size), shuffle,
-                                           static_cast<uint64_t>(seed));
+mr::BatchSource& source_of(SEXP source) {
+  SourcePtr p(source);
+  MR_CHECK(*p != nullptr, internal, "empty batch source");
+  return **p;
 }
 
 }  // namespace
 
 // Converts R arrays (samples along the first dimension) once into row-major
-// float32 held by the core.
+// float32 held by the core, batched (and shuffled each epoch when asked).
 // [[Rcpp::export]]
-SEXP cpp_array_data(Rcpp::List parts, Rcpp::CharacterVector what) {
+SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle,
+                      double seed) {
   return guarded([&]() -> SEXP {
     auto data = std::make_shared<mr::ArrayData>();
     for (R_xlen_t k = 0; k < parts.size(); ++k) {
@@ -94,48 +97,45 @@ SEXP cpp_array_data(Rcpp::List parts, Rcpp::CharacterVector what) {
       data->widths.push_back(rows == 0 ? 0 : static_cast<int64_t>(Rf_xlength(x)) / rows);
       data->parts.push_back(mr_glue::to_row_major(x, name));
     }
-    auto holder = std::make_unique<std::shared_ptr<const mr::ArrayData>>(std::move(data));
-    return DataPtr(holder.release(), true);
+    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(std::make_shared<mr::ArraySource>(
+        std::move(data), static_cast<int64_t>(batch_size), shuffle, static_cast<uint64_t>(seed)));
+    return SourcePtr(source.release(), true);
   });
 }
 
 // [[Rcpp::export]]
-Rcpp::List cpp_fit_epoch(SEXP model, SEXP data, double batch_size, bool shuffle, double seed, double epoch,
-                         double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress,
+Rcpp::List cpp_fit_epoch(SEXP model, SEXP source, double epoch, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress,
                          double progress_interval) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(model);
-    auto source = make_source(data, batch_size, shuffle, seed);
     const auto names = m->metric_names();
     RHooks hooks(batch_begin, batch_end, progress, progress_interval, Rcpp::wrap(names));
-    const mr::LoopResult r =
-        mr::train_epoch(*m, *source, static_cast<int64_t>(epoch), static_cast<int64_t>(max_batches), hooks);
+    const mr::LoopResult r = mr::train_epoch(*m, source_of(source), static_cast<int64_t>(epoch),
+                                             static_cast<int64_t>(max_batches), hooks);
     return result_list(r, names);
   });
 }
 
 // [[Rcpp::export]]
-Rcpp::List cpp_evaluate(SEXP model, SEXP data, double batch_size, double max_batches, SEXP batch_begin,
+Rcpp::List cpp_evaluate(SEXP model, SEXP source, double max_batches, SEXP batch_begin,
                         SEXP batch_end, SEXP progress, double progress_interval) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(model);
-    auto source = make_source(data, batch_size, false, 0);
     const auto names = m->metric_names();
     RHooks hooks(batch_begin, batch_end, progress, progress_interval, Rcpp::wrap(names));
-    return result_list(mr::evaluate(*m, *source, static_cast<int64_t>(max_batches), hooks), names);
+    return result_list(mr::evaluate(*m, source_of(source), static_cast<int64_t>(max_batches), hooks), names);
   });
 }
 
 // Predictions of output 1 as an R matrix (samples x outputs), or NULL after an interrupt.
 // [[Rcpp::export]]
-SEXP cpp_predict(SEXP model, SEXP data, double batch_size, double max_batches, SEXP progress,
+SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress,
                  double progress_interval) {
   return guarded([&]() -> SEXP {
     Rcpp::XPtr<mr::Model> m(model);
-    auto source = make_source(data, batch_size, false, 0);
     RHooks hooks(R_NilValue, R_NilValue, progress, progress_interval, Rcpp::CharacterVector());
     std::vector<float> out;
-    const mr::LoopResult r = mr::predict(*m, *source, static_cast<int64_t>(max_batches), hooks, out);
+    const mr::LoopResult r = mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, out);
     if (r.interrupted) return R_NilValue;
     const int64_t width = m->output_width(0);
     const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;

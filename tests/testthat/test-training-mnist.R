@@ -132,3 +132,15 @@ test_that("training is reproducible under set_random_seed()", {
   }
   expect_identical(run(), run())
 })
+
+test_that("R's thread keeps gradual underflow: the core computes with flush-to-zero elsewhere", {
+  tiny <- .Machine$double.xmin
+  expect_gt(tiny / 4, 0)
+  model <- keras_model_sequential(input_shape = 3) |> layer_dense(units = 2)
+  model |> compile(optimizer = "adam", loss = "mse")
+  fit(model, matrix(runif(30), 10), matrix(runif(20), 10), epochs = 1, verbose = 0)
+  predict(model, matrix(runif(30), 10), verbose = 0)
+  # With FTZ/DAZ left on for this thread, subnormal results would read as 0.
+  expect_gt(tiny / 4, 0)
+  expect_equal(tiny / 4 * 4, tiny)
+})
