@@ -125,6 +125,9 @@ check: deps
 	cd build-check && $(BUILD_LOCK) $(R) CMD build ..
 	cd build-check && MAKEFLAGS=-j$(JOBS) _R_CHECK_FORCE_SUGGESTS_=false \
 	  $(BUILD_LOCK) $(R) CMD check --no-manual mirrored_*.tar.gz
+	@# R CMD check exits 0 on WARNINGs: the goal is none, so they fail the target.
+	@if grep -qE '^Status: .*(ERROR|WARNING)' build-check/mirrored.Rcheck/00check.log; then \
+	  grep -E '^\* .*(ERROR|WARNING)$$' build-check/mirrored.Rcheck/00check.log >&2; exit 1; fi
 
 document:
 	$(RSCRIPT) -e 'roxygen2::roxygenise(load_code = "source"); Rcpp::compileAttributes()'

@@ -7,6 +7,6 @@
 #' @useDynLib mirrored, .registration = TRUE
 #' @importFrom Rcpp sourceCpp
 #' @importFrom R6 R6Class
-#' @importFrom generics compile fit evaluate
+#' @importFrom generics compile fit
 #' @importFrom zeallot %<-%
 "_PACKAGE"

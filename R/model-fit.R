@@ -141,7 +141,6 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' model |> compile(optimizer = "adam", metrics = "accuracy",
 #'                  loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
 #' model |> evaluate(x, y, verbose = 0)
-#' @importFrom generics evaluate
 #' @export
 evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL,
                                     verbose = getOption("keras.verbose", default = "auto"),

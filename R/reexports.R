@@ -1,15 +1,29 @@
-#' Objects exported from other packages
-#'
-#' `compile()`, `fit()` and `evaluate()` are the generics of the
-#' \pkg{generics} package (as in keras3); `%<-%` is \pkg{zeallot}'s
-#' destructuring assignment.
-#'
-#' @name reexports
-#' @keywords internal
-#' @importFrom generics compile fit evaluate
+#' @importFrom generics compile
+#' @export
+generics::compile
+
+#' @importFrom generics fit
+#' @export
+generics::fit
+
 #' @importFrom zeallot %<-%
-#' @export compile
-#' @export fit
-#' @export evaluate
-#' @export %<-%
-NULL
+#' @export
+zeallot::`%<-%`
+
+#' Evaluate a model
+#'
+#' The generic of [evaluate.mirrored_model()]: keras3's `evaluate(object,
+#' x, y, ...)`. (The generic of the generics package takes `x` first, which
+#' does not fit a model's method.)
+#'
+#' @param object A model.
+#' @param ... Passed to the method.
+#' @return See [evaluate.mirrored_model()].
+#' @family training functions
+#' @seealso [evaluate.mirrored_model()]
+#' @examples
+#' model <- keras_model_sequential(input_shape = 2) |> layer_dense(units = 1)
+#' model |> compile(optimizer = "sgd", loss = "mse")
+#' evaluate(model, matrix(1:4, 2), matrix(0, 2), verbose = 0)
+#' @export
+evaluate <- function(object, ...) UseMethod("evaluate")

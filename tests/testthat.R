@@ -1,0 +1,4 @@
+library(testthat)
+library(mirrored)
+
+test_check("mirrored")
