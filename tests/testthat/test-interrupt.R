@@ -3,8 +3,12 @@ test_that("SIGINT during fit() stops at a step boundary and leaves the model usa
   skip_on_os("windows")
   marker <- tempfile("training-started-")
   out <- tempfile(fileext = ".rds")
-  child <- callr::r_bg(function(marker, out) {
-    library(mirrored)
+  # Under devtools::test() the package is not installed: the child loads the
+  # same source tree (already compiled) with pkgload instead.
+  pkg_dir <- getNamespaceInfo(asNamespace("mirrored"), "path")
+  dev <- dir.exists(file.path(pkg_dir, "src")) && requireNamespace("pkgload", quietly = TRUE)
+  child <- callr::r_bg(function(marker, out, dev, pkg_dir) {
+    if (dev) pkgload::load_all(pkg_dir, quiet = TRUE, export_all = FALSE) else library(mirrored)
     set_random_seed(1)
     x <- matrix(runif(64 * 784), ncol = 784)
     y <- sample(0:9, 64 * 100, replace = TRUE)
@@ -21,7 +25,7 @@ test_that("SIGINT during fit() stops at a step boundary and leaves the model usa
     p <- predict(model, x[1:5, ], verbose = 0)
     w <- get_weights(model)
     saveRDS(list(status = status, p = p, w = w, iterations = model$optimizer$iterations, x = x[1:5, ]), out)
-  }, args = list(marker = marker, out = out), libpath = c(dirname(find.package("mirrored")), .libPaths()))
+  }, args = list(marker = marker, out = out, dev = dev, pkg_dir = pkg_dir), libpath = c(dirname(find.package("mirrored")), .libPaths()))
   on.exit(child$kill(), add = TRUE)
   deadline <- Sys.time() + 60
   while (!file.exists(marker) && child$is_alive() && Sys.time() < deadline) Sys.sleep(0.05)
