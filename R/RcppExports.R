@@ -25,8 +25,8 @@ cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
 
-cpp_model_new <- function(nodes, inputs, outputs, devices, threads) {
-    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads)
+cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout) {
+    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout)
 }
 
 cpp_model_info <- function(ptr) {
@@ -55,6 +55,10 @@ cpp_model_iterations <- function(ptr) {
 
 cpp_model_replica_info <- function(ptr) {
     .Call(`_mirrored_cpp_model_replica_info`, ptr)
+}
+
+cpp_model_inject_fault <- function(ptr, rank, step, kind, seconds) {
+    invisible(.Call(`_mirrored_cpp_model_inject_fault`, ptr, rank, step, kind, seconds))
 }
 
 cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {

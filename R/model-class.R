@@ -12,8 +12,11 @@ MirroredModel <- R6::R6Class("mirrored_model",
     stop_training = FALSE,
     history = NULL,
     jit_compile = FALSE,
+    # The strategy in scope when the model was created (as in TensorFlow).
+    strategy = NULL,
     initialize = function(name) {
       self$name <- name
+      self$strategy <- get_strategy()
     },
     # The core model, created on first use.
     ptr = function() {
@@ -56,7 +59,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
              config = cfg)
       })
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
-                                              model_devices(), model_threads()))
+                                              self$strategy$devices, model_threads(), collective_timeout()))
       if (!is.null(self$optimizer)) compile_core(self)
     }
   )
@@ -143,11 +146,22 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
   )
 )
 
-# Devices of the model's replicas; the strategy issue extends this.
-model_devices <- function() "cpu:0"
-
-# CPU threads per replica: option mirrored.cpu_threads, else all cores.
+# CPU threads per replica: option mirrored.cpu_threads, else the cores
+# divided among the replicas (0 lets the core decide).
 model_threads <- function() {
   n <- getOption("mirrored.cpu_threads", 0L)
   check_int(n, "options(mirrored.cpu_threads)", min = 0)
+}
+
+# Seconds a replica waits for its peers in a collective before failing.
+collective_timeout <- function() {
+  check_num(getOption("mirrored.collective_timeout", 300), "options(mirrored.collective_timeout)",
+            min = 0, min_open = TRUE)
+}
+
+# Test and diagnostic hooks (internal).
+replica_info <- function(model) with_core(cpp_model_replica_info(model$ptr()))
+replica_weights <- function(model, rank) with_core(cpp_model_get_weights(model$ptr(), rank))
+inject_replica_fault <- function(model, rank, step, kind = c("error", "stall", "none"), seconds = 0) {
+  with_core(cpp_model_inject_fault(model$ptr(), rank, step, match.arg(kind), seconds))
 }

@@ -57,6 +57,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
                                view_metrics = getOption("keras.view_metrics", default = "auto")) {
   model <- object
   require_compiled(model)
+  check_model_strategy(model)
   check_unsupported(class_weight = class_weight, sample_weight = sample_weight)
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   epochs <- check_int(epochs, "epochs", min = 0)
@@ -147,6 +148,7 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
                                     sample_weight = NULL, steps = NULL, callbacks = NULL) {
   model <- object
   require_compiled(model)
+  check_model_strategy(model)
   check_unsupported(sample_weight = sample_weight)
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
@@ -185,6 +187,7 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
                                    verbose = getOption("keras.verbose", default = "auto"),
                                    steps = NULL, callbacks = NULL) {
   model <- object
+  check_model_strategy(model)
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)

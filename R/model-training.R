@@ -29,6 +29,7 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
                                    steps_per_execution = 1L, jit_compile = "auto", auto_scale_loss = TRUE) {
   if (is.null(loss)) abort_value("{.arg loss} is required: give a loss object or name.")
   check_unsupported(loss_weights = loss_weights, weighted_metrics = weighted_metrics)
+  check_model_strategy(object)
   opt <- as_optimizer(optimizer)
   loss <- as_loss(loss)
   if (!is.null(metrics) && !is.list(metrics)) metrics <- as.list(metrics)

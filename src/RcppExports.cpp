@@ -73,8 +73,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_new
-SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads);
-RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP) {
+SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout);
+RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -83,7 +83,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type outputs(outputsSEXP);
     Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type devices(devicesSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads));
+    Rcpp::traits::input_parameter< double >::type collective_timeout(collective_timeoutSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -167,6 +168,20 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_inject_fault
+void cpp_model_inject_fault(SEXP ptr, int rank, double step, std::string kind, double seconds);
+RcppExport SEXP _mirrored_cpp_model_inject_fault(SEXP ptrSEXP, SEXP rankSEXP, SEXP stepSEXP, SEXP kindSEXP, SEXP secondsSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< int >::type rank(rankSEXP);
+    Rcpp::traits::input_parameter< double >::type step(stepSEXP);
+    Rcpp::traits::input_parameter< std::string >::type kind(kindSEXP);
+    Rcpp::traits::input_parameter< double >::type seconds(secondsSEXP);
+    cpp_model_inject_fault(ptr, rank, step, kind, seconds);
+    return R_NilValue;
+END_RCPP
+}
 // cpp_array_source
 SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
 RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
@@ -240,7 +255,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_cuda_devices", (DL_FUNC) &_mirrored_cpp_cuda_devices, 0},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
-    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 5},
+    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 6},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
@@ -248,6 +263,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
+    {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},

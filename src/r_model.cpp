@@ -51,7 +51,7 @@ std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cf
 
 // [[Rcpp::export]]
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs,
-                   Rcpp::CharacterVector devices, int threads) {
+                   Rcpp::CharacterVector devices, int threads, double collective_timeout) {
   return guarded([&]() -> SEXP {
     std::vector<mr::GraphNode> gn;
     for (R_xlen_t i = 0; i < nodes.size(); ++i) {
@@ -72,7 +72,7 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       threads = std::max(1, cores / static_cast<int>(devs.size()));
     }
     // R owns the model from here: the XPtr finalizer deletes it.
-    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads);
+    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads, collective_timeout);
     return ModelPtr(model.release(), true);
   });
 }
@@ -207,5 +207,17 @@ Rcpp::List cpp_model_replica_info(SEXP ptr) {
     return Rcpp::List::create(Rcpp::Named("devices") = dev,
                               Rcpp::Named("rows_last_step") = Rcpp::NumericVector(rows.begin(), rows.end()),
                               Rcpp::Named("threads") = tid, Rcpp::Named("param_buffers") = buf);
+  });
+}
+
+// Test hook: replica `rank` fails ("error") or stalls `seconds` ("stall") at
+// training step `step` (1-based).
+// [[Rcpp::export]]
+void cpp_model_inject_fault(SEXP ptr, int rank, double step, std::string kind, double seconds) {
+  guarded([&] {
+    const mr::Model::Fault f = kind == "error" ? mr::Model::Fault::error
+                               : kind == "stall" ? mr::Model::Fault::stall
+                                                 : mr::Model::Fault::none;
+    ModelPtr(ptr)->inject_fault(rank, static_cast<int64_t>(step), f, seconds);
   });
 }

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -20,9 +22,19 @@ class Communicator {
   // buf becomes root's buf.
   virtual void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) = 0;
   virtual void barrier(int rank) = 0;
+  // Wakes every rank blocked in a collective (they throw), after one replica
+  // failed; reset() readies the communicator again once all ranks stopped.
+  virtual void abort(const std::string& /*why*/) {}
+  virtual void reset() {}
 };
 
 // One replica: every collective is the identity.
 std::unique_ptr<Communicator> make_solo_communicator();
+
+// The communicator for replicas on `devices` (one rank per device): the
+// identity for one device, the thread all-reduce for CPU devices.
+struct DeviceSpec;
+std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
+                                                double timeout_seconds);
 
 }  // namespace mr

@@ -1,7 +1,11 @@
 #include "train/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
+#include <thread>
+
+#include "dist/comm_threads.h"
 
 #include "core/error.h"
 #include "dist/worker.h"
@@ -29,18 +33,16 @@ struct Model::Replica {
   double* a() { return static_cast<double*>(acc.get()); }
 };
 
-Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica)
+Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica,
+             double collective_timeout)
     : graph_(std::move(graph)), devices_(std::move(devices)) {
   MR_CHECK(graph_ != nullptr, internal, "no graph");
   MR_CHECK(!devices_.empty(), value, "a model needs at least one device");
   for (size_t i = 0; i < devices_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(), " is listed twice");
-  MR_CHECK(devices_.size() == 1, value,
-           "more than one replica needs the multi-replica communicator, which is not built yet");
-  comm_ = make_solo_communicator();
+  comm_ = make_communicator(devices_, collective_timeout);
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
-  const std::vector<float> init = graph_->initial_params();
   for (size_t i = 0; i < devices_.size(); ++i) {
     auto r = std::make_unique<Replica>();
     r->rank = static_cast<int>(i);
@@ -49,41 +51,73 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     r->exec = std::make_unique<Executor>(*graph_, *r->be);
     r->params = r->be->allocate(bytes);
     r->grads = r->be->allocate(bytes);
-    r->be->upload(r->params.get(), init.data(), bytes);
     r->worker = std::make_unique<Worker>();
     replicas_.push_back(std::move(r));
   }
+  // Initialised once, on the first replica, then broadcast to the others.
+  set_params(graph_->initial_params());
+}
+
+void Model::post_all(std::function<void(Replica&)> job) {
+  auto shared = std::make_shared<std::function<void(Replica&)>>(std::move(job));
+  for (auto& r : replicas_) {
+    Replica* rp = r.get();
+    Communicator* comm = comm_.get();
+    r->worker->post([rp, comm, shared] {
+      try {
+        (*shared)(*rp);
+      } catch (const std::exception& e) {
+        comm->abort("replica " + std::to_string(rp->rank) + " failed: " + e.what());
+        throw;
+      }
+    });
+  }
+}
+
+// Uploads happen on the first replica; the communicator copies to the rest.
+void Model::broadcast_from_first(bool slots) {
+  run_all("broadcast", [this, slots](Replica& r) {
+    const int64_t n = graph_->param_floats();
+    if (slots) {
+      for (auto& s : r.slots) comm_->broadcast(r.rank, 0, *r.be, static_cast<float*>(s.get()), n);
+    } else {
+      comm_->broadcast(r.rank, 0, *r.be, r.p(), n);
+    }
+  });
 }
 
 Model::~Model() = default;
 
 void Model::run_all(const char* what, const std::function<void(Replica&)>& job) {
-  for (auto& r : replicas_) {
-    Replica* rp = r.get();
-    r->worker->post([rp, &job] { job(*rp); });
-  }
+  post_all(job);
   wait_all(what);
 }
 
 void Model::wait_all(const char* what) {
-  // Wait for every replica before reporting, so no job outlives the call; the
-  // first failure is reported with the replica and the step it happened at.
+  // Wait for every replica before reporting, so no job outlives the call. The
+  // error reported is the root cause: a replica woken by an abort only says
+  // that a peer failed.
   std::exception_ptr first;
+  bool first_is_abort = true;
   ErrorKind kind = ErrorKind::internal;
   std::string message, where;
   for (auto& r : replicas_) {
     try {
       r->worker->wait();
     } catch (const std::exception& e) {
-      if (first) continue;
+      const bool is_abort = dynamic_cast<const CollectiveAborted*>(&e) != nullptr;
+      if (first && (is_abort || !first_is_abort)) continue;
       first = std::current_exception();
+      first_is_abort = is_abort;
       const auto* err = dynamic_cast<const Error*>(&e);
       kind = err != nullptr ? err->kind() : ErrorKind::internal;
       message = e.what();
       where = "replica " + std::to_string(r->rank) + " (" + r->device.name() + ")";
     }
   }
-  if (first) fail(kind, where, " failed during ", what, " at step ", iterations_ + 1, ": ", message);
+  if (!first) return;
+  comm_->reset();
+  fail(kind, where, " failed during ", what, " at step ", iterations_ + 1, ": ", message);
 }
 
 std::vector<float> Model::get_params(int rank) const {
@@ -97,7 +131,9 @@ std::vector<float> Model::get_params(int rank) const {
 void Model::set_params(const std::vector<float>& flat) {
   MR_CHECK(static_cast<int64_t>(flat.size()) == graph_->param_floats(), shape, "expected ",
            graph_->param_floats(), " parameter values, got ", flat.size());
-  for (auto& r : replicas_) r->be->upload(r->params.get(), flat.data(), flat.size() * sizeof(float));
+  Replica& first = *replicas_.front();
+  first.be->upload(first.params.get(), flat.data(), flat.size() * sizeof(float));
+  if (replicas() > 1) broadcast_from_first(false);
 }
 
 void Model::compile(const CompileConfig& config) {
@@ -139,8 +175,17 @@ std::vector<float> Model::get_slot(int k, int rank) const {
 void Model::set_slot(int k, const std::vector<float>& flat) {
   MR_CHECK(compiled_ && k >= 0 && k < slot_count(config_.optimizer), value, "no optimizer slot ", k);
   MR_CHECK(static_cast<int64_t>(flat.size()) == graph_->param_floats(), shape, "slot size mismatch");
-  for (auto& r : replicas_)
-    r->be->upload(r->slots[static_cast<size_t>(k)].get(), flat.data(), flat.size() * sizeof(float));
+  Replica& first = *replicas_.front();
+  first.be->upload(first.slots[static_cast<size_t>(k)].get(), flat.data(), flat.size() * sizeof(float));
+  if (replicas() > 1) broadcast_from_first(true);
+}
+
+void Model::inject_fault(int rank, int64_t step, Fault kind, double seconds) {
+  MR_CHECK(rank >= 0 && rank < replicas(), value, "no replica ", rank);
+  fault_.rank = rank;
+  fault_.step = step;
+  fault_.kind = kind;
+  fault_.seconds = seconds;
 }
 
 int64_t Model::output_width(int k) const {
@@ -193,7 +238,13 @@ void Model::start_train_step(const HostBatch& batch) {
   const uint64_t step = static_cast<uint64_t>(iterations_);
   const int64_t iteration = iterations_;
   const int64_t out_cols = output_width(0);
-  auto job = [this, &batch, n, global_rows, step, iteration, out_cols](Replica& r) {
+  const auto fault = fault_;
+  auto job = [this, &batch, n, global_rows, step, iteration, out_cols, fault](Replica& r) {
+    if (fault.rank == r.rank && fault.step == iteration + 1) {
+      if (fault.kind == Fault::error) fail(ErrorKind::internal, "injected failure (test)");
+      if (fault.kind == Fault::stall)
+        std::this_thread::sleep_for(std::chrono::duration<double>(fault.seconds));
+    }
     int64_t begin = 0, count = 0;
     replica_slice(global_rows, n, r.rank, begin, count);
     r.rows_last = count;
@@ -218,10 +269,7 @@ void Model::start_train_step(const HostBatch& batch) {
     for (auto& s : r.slots) slots.push_back(static_cast<float*>(s.get()));
     apply_update(be, config_.optimizer, iteration, graph_->param_floats(), r.p(), r.g(), slots);
   };
-  for (auto& r : replicas_) {
-    Replica* rp = r.get();
-    r->worker->post([rp, job] { job(*rp); });
-  }
+  post_all(job);
   in_flight_ = true;
   in_flight_train_ = true;
   samples_seen_ += global_rows;
@@ -248,10 +296,7 @@ void Model::start_eval_step(const HostBatch& batch) {
       r.be->metric(config_.metrics[m].kind, config_.metrics[m].threshold, count, out_cols, out, tgt,
                    r.a() + 1 + 2 * m);
   };
-  for (auto& r : replicas_) {
-    Replica* rp = r.get();
-    r->worker->post([rp, job] { job(*rp); });
-  }
+  post_all(job);
   in_flight_ = true;
   in_flight_train_ = false;
   samples_seen_ += global_rows;

@@ -34,7 +34,10 @@ struct CompileConfig {
 
 class Model {
  public:
-  Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica);
+  // threads_per_replica: CPU threads of each replica's backend;
+  // collective_timeout: seconds a replica waits for its peers in a collective.
+  Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica,
+        double collective_timeout = 300.0);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -77,6 +80,11 @@ class Model {
   void reset_metrics();
   std::vector<double> read_metrics() const;
 
+  // For tests: make replica `rank` fail (throw) or stall for `seconds` at the
+  // start of training step `step` (1-based, Keras' iterations + 1).
+  enum class Fault { none, error, stall };
+  void inject_fault(int rank, int64_t step, Fault kind, double seconds = 0.0);
+
   // For tests and diagnostics.
   std::vector<int64_t> rows_last_step() const;
   std::vector<std::thread::id> replica_threads() const;
@@ -86,6 +94,10 @@ class Model {
   struct Replica;
   void run_all(const char* what, const std::function<void(Replica&)>& job);
   void wait_all(const char* what);
+  // Posts `job` to every replica; a replica whose job throws aborts the
+  // communicator so that its peers stop waiting for it.
+  void post_all(std::function<void(Replica&)> job);
+  void broadcast_from_first(bool slots);
   void stage(Replica& r, const HostBatch& batch, int64_t begin, int64_t count, bool targets);
   void check_batch(const HostBatch& batch, bool targets) const;
 
@@ -99,6 +111,12 @@ class Model {
   int64_t samples_seen_ = 0;  // since reset_metrics()
   bool in_flight_ = false;
   bool in_flight_train_ = false;
+  struct {
+    int rank = -1;
+    int64_t step = -1;
+    Fault kind = Fault::none;
+    double seconds = 0.0;
+  } fault_;
 };
 
 }  // namespace mr

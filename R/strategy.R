@@ -1,0 +1,285 @@
+# Distribution strategies: the devices a model's replicas live on.
+#
+# A strategy is a list of devices; every model created in its scope gets one
+# replica per device, driven by its own host thread in the C++ core. Each
+# global batch is cut into contiguous per-replica slices, gradients are
+# all-reduced (summed) and every replica applies the same update.
+
+.strategies <- new.env(parent = emptyenv())
+.strategies$stack <- list()
+.strategies$count <- 0L
+.strategies$made <- FALSE
+.strategies$logical_gpus <- 1L
+
+MirroredStrategy <- R6::R6Class("mirrored_strategy",
+  public = list(
+    id = NULL,
+    devices = NULL,
+    cross_device_ops = NULL,
+    reason = NULL,
+    initialize = function(devices, cross_device_ops, reason) {
+      .strategies$count <- .strategies$count + 1L
+      self$id <- .strategies$count
+      self$devices <- devices
+      self$cross_device_ops <- cross_device_ops
+      self$reason <- reason
+    },
+    scope = function() structure(list(strategy = self), class = "mirrored_strategy_scope"),
+    print = function(...) {
+      cat("<MirroredStrategy> ", self$num_replicas_in_sync, " replica",
+          if (self$num_replicas_in_sync != 1) "s", "\n", sep = "")
+      cat("  devices: ", paste(device_display(self$devices), collapse = ", "), "\n", sep = "")
+      cat("  all-reduce: ", self$cross_device_ops, "\n", sep = "")
+      invisible(self)
+    }
+  ),
+  active = list(
+    num_replicas_in_sync = function() length(self$devices)
+  )
+)
+
+#' Synchronous data-parallel training on several devices
+#'
+#' Creates a strategy whose models hold one replica per device. Inside
+#' `with(strategy$scope(), { ... })`, models (and their `compile()`) belong
+#' to the strategy: `fit()` splits each global batch into contiguous slices,
+#' one per replica (the first `batch %% n` replicas take one row more, so a
+#' short last batch may leave some replicas empty), sums the gradients of
+#' all replicas and applies the same update on each, so that `n` replicas
+#' compute the update of one device on the global batch. The loss of a step
+#' is the sum of the per-sample losses divided by the *global* batch size
+#' (Keras 3 averages the replicas' local means instead, which differs from
+#' single-device training when the split is uneven).
+#'
+#' CPU devices are logical: `"/cpu:0"`, `"/cpu:1"`, ... exist for any
+#' index, so several replicas run (and are tested) without GPUs; they share
+#' the machine's cores. Device names may be written `"/cpu:0"`, `"cpu:0"`,
+#' `"CPU:0"` or `"/device:CPU:0"` (likewise for GPUs).
+#'
+#' @param devices Character vector of devices. `NULL`: all GPUs when there
+#'   are any, else one CPU.
+#' @param cross_device_ops How gradients are all-reduced: `NULL` (choose),
+#'   `"nccl"`, `"hierarchical_copy"`, `"reduce_to_one_device"`, or one of the
+#'   objects of `tf$distribute`. On CPU devices every choice uses the
+#'   in-process reduce-scatter/all-gather over threads.
+#' @return A strategy with `$num_replicas_in_sync`, `$devices` and `$scope()`.
+#' @family distribution
+#' @seealso [get_strategy()], [list_devices()]
+#' @examples
+#' strategy <- mirrored_strategy(c("/cpu:0", "/cpu:1"))
+#' strategy$num_replicas_in_sync
+#' with(strategy$scope(), {
+#'   model <- keras_model_sequential(input_shape = 4) |> layer_dense(units = 2)
+#'   model |> compile(optimizer = "adam", loss = "mse")
+#' })
+#' model |> fit(matrix(runif(40), 10), matrix(runif(20), 10), verbose = 0)
+#' @export
+mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL) {
+  reason <- NULL
+  if (is.null(devices)) {
+    gpus <- physical_gpu_count()
+    if (gpus > 0) {
+      devices <- paste0("gpu:", seq_len(gpus * .strategies$logical_gpus) - 1L)
+      reason <- sprintf("all %d GPU%s", length(devices), if (length(devices) > 1) "s" else "")
+    } else {
+      devices <- "cpu:0"
+      reason <- if (built_with_cuda()) "no GPU is available, so one CPU replica" else
+        "this build has no CUDA, so one CPU replica"
+    }
+  } else {
+    if (!is.character(devices) || length(devices) == 0 || anyNA(devices)) {
+      abort_value("{.arg devices} must be a non-empty character vector of device names, not {describe(devices)}.")
+    }
+    devices <- vapply(devices, canonical_device, character(1), USE.NAMES = FALSE)
+    dup <- devices[duplicated(devices)]
+    if (length(dup)) abort_value("{.arg devices} lists {.val {device_display(dup[1])}} more than once.")
+    reason <- "as given"
+  }
+  ops <- resolve_cross_device_ops(cross_device_ops, devices)
+  .strategies$made <- TRUE
+  strategy <- MirroredStrategy$new(devices, ops, reason)
+  cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(device_display(devices), collapse = ', ')}): {reason}."),
+                  class = "mirrored_strategy_message")
+  strategy
+}
+
+# "/device:CPU:1", "cpu:1", "CPU:1", "/gpu:0" ... -> "cpu:1" / "gpu:0", checked
+# against what exists.
+canonical_device <- function(name, call = sys.call(-1)) {
+  s <- tolower(name)
+  s <- sub(".*device:", "", s)
+  s <- sub(".*/", "", s)
+  m <- regmatches(s, regexec("^(cpu|gpu):([0-9]{1,6})$", s))[[1]]
+  if (length(m) != 3) {
+    abort_value("{.val {name}} is not a device name (expected \"/cpu:0\", \"gpu:1\", \"/device:GPU:0\", ...).",
+                call = call)
+  }
+  index <- as.integer(m[3])
+  if (m[2] == "gpu") {
+    have <- physical_gpu_count() * .strategies$logical_gpus
+    if (index >= have) {
+      why <- if (!built_with_cuda()) "this build of mirrored has no CUDA backend" else
+        if (physical_gpu_count() == 0) "no GPU is available" else sprintf("there are %d (logical) GPUs", have)
+      abort_kind("device", "Device {.val {name}} does not exist: {why}.", call = call)
+    }
+  }
+  paste0(m[2], ":", index)
+}
+
+device_display <- function(devices) {
+  paste0("/", sub("^(cpu|gpu)", "\\U\\1", devices, perl = TRUE) |> (\(d) paste0("device:", d))())
+}
+
+physical_gpu_count <- function() if (built_with_cuda()) cuda_device_count() else 0L
+
+resolve_cross_device_ops <- function(x, devices, call = sys.call(-1)) {
+  if (inherits(x, "mirrored_cross_device_ops")) x <- x$name
+  known <- c("nccl", "hierarchical_copy", "reduce_to_one_device")
+  if (is.null(x)) return("thread all-reduce (reduce-scatter + all-gather)")
+  if (!is.character(x) || length(x) != 1 || !x %in% known) {
+    abort_value("{.arg cross_device_ops} must be NULL, one of {.val {known}} or a {.code tf$distribute} object, not {describe(x)}.",
+                call = call)
+  }
+  if (x == "nccl" && any(startsWith(devices, "cpu"))) {
+    abort_value("{.val nccl} all-reduce needs GPU devices; these are {.val {device_display(devices)}}.", call = call)
+  }
+  "thread all-reduce (reduce-scatter + all-gather)"
+}
+
+#' @export
+with.mirrored_strategy_scope <- function(data, expr, ...) {
+  .strategies$stack <- c(.strategies$stack, list(data$strategy))
+  on.exit(.strategies$stack <- utils::head(.strategies$stack, -1), add = TRUE)
+  expr
+}
+
+#' @export
+print.mirrored_strategy_scope <- function(x, ...) {
+  cat("<scope of MirroredStrategy ", x$strategy$id, ">\n", sep = "")
+  invisible(x)
+}
+
+#' The strategy in scope
+#'
+#' Inside `with(strategy$scope(), ...)`, that strategy; elsewhere the
+#' default strategy (one replica, on the first GPU if there is one, else the
+#' CPU).
+#'
+#' @return A strategy.
+#' @family distribution
+#' @seealso [mirrored_strategy()]
+#' @examples
+#' get_strategy()$num_replicas_in_sync
+#' @export
+get_strategy <- function() {
+  n <- length(.strategies$stack)
+  if (n) return(.strategies$stack[[n]])
+  default_strategy()
+}
+
+default_strategy <- function() {
+  if (is.null(.strategies$default)) {
+    device <- if (physical_gpu_count() > 0) "gpu:0" else "cpu:0"
+    .strategies$default <- MirroredStrategy$new(device, "none (one replica)", "default strategy")
+  }
+  .strategies$default
+}
+
+in_explicit_scope <- function() length(.strategies$stack) > 0
+
+# Errors when a model is used under the scope of another strategy (as TF does).
+check_model_strategy <- function(model, call = sys.call(-1)) {
+  if (!in_explicit_scope()) return(invisible())
+  current <- get_strategy()
+  if (!identical(current$id, model$strategy$id)) {
+    abort_value(c("Model {.val {model$name}} belongs to another strategy than the one in scope.",
+                  i = "It was created with {model$strategy$num_replicas_in_sync} replica{?s}; use it outside this scope or in its own strategy's scope."),
+                call = call)
+  }
+}
+
+#' List the devices mirrored can use
+#'
+#' CPU devices are logical (any `"/cpu:k"` may be used); GPUs are listed
+#' when the package was built with CUDA and a driver sees them, split into
+#' logical GPUs by [set_logical_devices()].
+#'
+#' @param device_type `NULL` for all, or `"CPU"` / `"GPU"`.
+#' @return A data frame with columns `name` and `device_type`.
+#' @family distribution
+#' @seealso [mirrored_strategy()]
+#' @examples
+#' list_devices()
+#' @export
+list_devices <- function(device_type = NULL) {
+  if (!is.null(device_type)) check_choice(toupper(device_type), "device_type", c("CPU", "GPU"))
+  gpus <- physical_gpu_count() * .strategies$logical_gpus
+  df <- data.frame(name = c("/device:CPU:0", if (gpus > 0) paste0("/device:GPU:", seq_len(gpus) - 1L)),
+                   device_type = c("CPU", rep("GPU", gpus)), stringsAsFactors = FALSE)
+  if (!is.null(device_type)) df <- df[df$device_type == toupper(device_type), , drop = FALSE]
+  rownames(df) <- NULL
+  df
+}
+
+#' Split each physical GPU into logical GPUs
+#'
+#' Like TensorFlow's logical device configuration: each physical GPU then
+#' appears as `n` GPUs, so that several replicas can share one GPU (they then
+#' use the all-reduce that does not need NCCL). Must be called before any
+#' strategy is made.
+#'
+#' @param device_type `"GPU"`.
+#' @param n Number of logical GPUs per physical GPU.
+#' @return The previous value of `n`, invisibly.
+#' @family distribution
+#' @seealso [mirrored_strategy()]
+#' @examplesIf cuda_is_available()
+#' set_logical_devices("GPU", 2)
+#' @export
+set_logical_devices <- function(device_type, n) {
+  check_choice(toupper(device_type %||% ""), "device_type", "GPU")
+  n <- check_int(n, "n", min = 1, max = 64)
+  if (isTRUE(.strategies$made)) {
+    abort_value("Logical devices must be set before any strategy is made (as in TensorFlow).")
+  }
+  if (physical_gpu_count() == 0) {
+    abort_kind("device", "There is no physical GPU to split ({if (built_with_cuda()) 'none is available' else 'this build has no CUDA'}).")
+  }
+  old <- .strategies$logical_gpus
+  .strategies$logical_gpus <- n
+  invisible(old)
+}
+
+new_cross_device_ops <- function(name, ...) {
+  structure(list(name = name, args = list(...)), class = "mirrored_cross_device_ops")
+}
+
+#' @export
+print.mirrored_cross_device_ops <- function(x, ...) {
+  cat("<cross_device_ops: ", x$name, ">\n", sep = "")
+  invisible(x)
+}
+
+#' TensorFlow-compatible entry points
+#'
+#' `tf$distribute$MirroredStrategy(devices, cross_device_ops)` is
+#' [mirrored_strategy()], so the vignette's line runs unchanged;
+#' `tf$distribute$NcclAllReduce()`, `tf$distribute$HierarchicalCopyAllReduce()`
+#' and `tf$distribute$ReductionToOneDevice()` name the all-reduce to use.
+#'
+#' @format A list with element `distribute`.
+#' @family distribution
+#' @seealso [mirrored_strategy()]
+#' @examples
+#' strategy <- tf$distribute$MirroredStrategy(c("/cpu:0", "/cpu:1"))
+#' cat(sprintf("Number of devices: %d\n", strategy$num_replicas_in_sync))
+#' @export
+tf <- list(distribute = list(
+  MirroredStrategy = function(devices = NULL, cross_device_ops = NULL) mirrored_strategy(devices, cross_device_ops),
+  NcclAllReduce = function(num_packs = 1L) new_cross_device_ops("nccl", num_packs = num_packs),
+  HierarchicalCopyAllReduce = function(num_packs = 1L) new_cross_device_ops("hierarchical_copy", num_packs = num_packs),
+  ReductionToOneDevice = function(reduce_to_device = NULL, accumulation_fn = NULL) {
+    new_cross_device_ops("reduce_to_one_device")
+  },
+  get_strategy = function() get_strategy()
+))
