@@ -16,7 +16,9 @@ namespace mr {
 
 ThreadCommunicator::ThreadCommunicator(int size, double timeout_seconds)
     : size_(size), timeout_(timeout_seconds), here_(static_cast<size_t>(size), 0),
-      slots_(static_cast<size_t>(size), nullptr) {
+      slots_(static_cast<size_t>(size), nullptr),
+      oversubscribed_(static_cast<unsigned>(size) > std::max(1u, std::thread::hardware_concurrency())),
+      spin_(oversubscribed_ ? 200 : 4000) {
   MR_CHECK(size >= 1, value, "a communicator needs at least one rank, got ", size);
   MR_CHECK(timeout_seconds > 0, value, "collective timeout must be positive, got ", timeout_seconds);
 }
@@ -58,8 +60,15 @@ void ThreadCommunicator::wait_all(int rank, const char* what) {
   }
   // A step's collectives follow each other closely: spin briefly before
   // sleeping, since a condition-variable wake-up costs tens of microseconds.
+  // With more ranks than cores, spinning would take the core a peer needs,
+  // so the waiting rank yields instead.
   lock.unlock();
-  for (int i = 0; i < 4000 && generation_.load(std::memory_order_acquire) == gen; ++i) MR_PAUSE();
+  for (int i = 0; i < spin_ && generation_.load(std::memory_order_acquire) == gen; ++i) {
+    if (oversubscribed_)
+      std::this_thread::yield();
+    else
+      MR_PAUSE();
+  }
   lock.lock();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout_);

@@ -55,6 +55,8 @@ class ThreadCommunicator final : public Communicator {
   bool aborted_ = false;
   std::string abort_reason_;
   std::vector<float*> slots_;  // each rank's buffer during a collective
+  const bool oversubscribed_;  // more ranks than hardware threads
+  const int spin_;             // wait iterations before sleeping
 };
 
 }  // namespace mr
