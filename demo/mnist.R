@@ -7,7 +7,8 @@ library(mirrored)
 cat("mirrored", format(utils::packageVersion("mirrored")), "-",
     if (built_with_cuda()) "built with CUDA" else "CPU-only build",
     if (built_with_nccl()) "and NCCL" else "", "\n")
-cat("GPUs available:", cuda_device_count(), "\n\n")
+print(list_devices())
+cat("\n")
 
 get_compiled_model <- function() {
   inputs <- keras_input(shape = 784)
@@ -36,12 +37,19 @@ get_data <- function() {
 }
 
 set_random_seed(1)
-model <- get_compiled_model()
+# All GPUs when there are any, else two CPU replicas named explicitly.
+strategy <- if (cuda_device_count() > 0) tf$distribute$MirroredStrategy() else
+  mirrored_strategy(c("/cpu:0", "/cpu:1"))
+cat(sprintf("Number of devices: %d\n", strategy$num_replicas_in_sync))
+
+with(strategy$scope(), {
+  model <- get_compiled_model()
+  d <- get_data()
+  history <- model |> fit(d$x_train, d$y_train, batch_size = 64, epochs = 2,
+                          validation_data = list(d$x_val, d$y_val), verbose = 2)
+  result <- model |> evaluate(d$x_test, d$y_test, batch_size = 64, verbose = 2)
+})
 summary(model)
-d <- get_data()
-history <- model |> fit(d$x_train, d$y_train, batch_size = 64, epochs = 2,
-                        validation_data = list(d$x_val, d$y_val), verbose = 2)
 print(history)
 cat("\n")
-result <- model |> evaluate(d$x_test, d$y_test, batch_size = 64, verbose = 2)
 print(result)
