@@ -1,6 +1,7 @@
 """Shared by the bench/ harnesses: machine facts, the commit, and the
 section-by-section rewrite of BENCHMARKS.md (each harness owns the text
 between its own markers)."""
+import datetime
 import os
 import platform
 import subprocess
@@ -57,3 +58,22 @@ def write_section(path, name, section):
         text = text.rstrip("\n") + "\n\n" + section
     with open(path, "w") as f:
         f.write(text)
+
+
+def provenance(command):
+    """The machine, date, commit and command lines every section starts with."""
+    model, cpus, avx512 = cpu_info()
+    return [
+        f"- machine: {model}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}",
+        f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; commit: {git_commit()}",
+        f"- command: `{command}`",
+    ]
+
+
+def publish(name, lines, output, write=True):
+    """Prints the section `name` made of `lines` and, when `write`, puts it in `output`."""
+    begin, end = markers(name)
+    section = "\n".join([begin, *lines, end, ""])
+    print(section)
+    if write:
+        write_section(output, name, section)

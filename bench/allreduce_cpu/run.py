@@ -7,14 +7,13 @@ all-gather over replica threads sharing host memory) against message size,
     python3 bench/allreduce_cpu/run.py [--reps 20] [--no-write]
 """
 import argparse
-import datetime
 import os
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from report import REPO, cpu_info, git_commit, write_section  # noqa: E402
+from report import REPO, provenance, publish  # noqa: E402
 
 
 def human(b):
@@ -36,9 +35,8 @@ def main():
         for line in out.splitlines()[1:]:
             b, r, us, alg, bus = line.split()
             rows.setdefault(int(b), {})[int(r)] = (float(us), float(alg), float(bus))
-    model, cpus, avx512 = cpu_info()
+    cpus = os.cpu_count()
     lines = [
-        "<!-- allreduce_cpu:begin -->",
         "## allreduce_cpu",
         "",
         "All-reduce (sum) of the CPU communicator: each replica thread sums its chunk of every",
@@ -47,9 +45,7 @@ def main():
         "bandwidth = bytes / time; bus bandwidth = algbw x 2(N-1)/N (NCCL's convention). On this",
         f"{cpus}-core machine 4 replica threads share 2 cores, so 4 ranks measure oversubscription too.",
         "",
-        f"- machine: {model}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}",
-        f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; commit: {git_commit()}",
-        f"- command: `make core && python3 bench/allreduce_cpu/run.py --reps {args.reps}`",
+        *provenance(f"make core && python3 bench/allreduce_cpu/run.py --reps {args.reps}"),
         "",
         "| size | 2 replicas µs | algbw GB/s | busbw GB/s | 4 replicas µs | algbw GB/s | busbw GB/s |",
         "|---|---|---|---|---|---|---|",
@@ -57,11 +53,7 @@ def main():
     for b in sorted(rows):
         two, four = rows[b].get(2), rows[b].get(4)
         lines.append(f"| {human(b)} | {two[0]:.1f} | {two[1]:.2f} | {two[2]:.2f} | {four[0]:.1f} | {four[1]:.2f} | {four[2]:.2f} |")
-    lines += ["<!-- allreduce_cpu:end -->", ""]
-    section = "\n".join(lines)
-    print(section)
-    if not args.no_write:
-        write_section(args.output, "allreduce_cpu", section)
+    publish("allreduce_cpu", lines, args.output, not args.no_write)
 
 
 if __name__ == "__main__":

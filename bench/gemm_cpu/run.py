@@ -8,7 +8,6 @@ writes the medians to the `gemm_cpu` section of BENCHMARKS.md.
     python3 bench/gemm_cpu/run.py [--n 5] [--bin build/bench_gemm] [--no-write]
 """
 import argparse
-import datetime
 import os
 import statistics
 import subprocess
@@ -16,7 +15,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from report import REPO, cpu_info, git_commit, write_section  # noqa: E402
+from report import REPO, provenance, publish  # noqa: E402
 
 
 def run_once(binary, threads, seconds):
@@ -49,9 +48,7 @@ def main():
     med = lambda xs: statistics.median(xs)  # noqa: E731
     ceil1 = med([r[1][0] for r in runs])
     ceil2 = med([r[1][1] for r in runs])
-    model, cpus, avx512 = cpu_info()
     lines = [
-        "<!-- gemm_cpu:begin -->",
         "## gemm_cpu",
         "",
         "sgemm of the CPU backend (Eigen with the kernels' vector flags, split over a team of",
@@ -59,9 +56,7 @@ def main():
         "model does, and two large ones, against the machine's ceiling measured by an FMA-throughput",
         f"loop (independent accumulators). Median GFLOP/s of {args.n} runs of `build/bench_gemm 2`.",
         "",
-        f"- machine: {model}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}",
-        f"- date: {datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC; commit: {git_commit()}",
-        "- command: `make core && python3 bench/gemm_cpu/run.py`",
+        *provenance("make core && python3 bench/gemm_cpu/run.py"),
         "",
         "| product | op | m | n | k | 1 thread GFLOP/s | 2 threads GFLOP/s | share of the 2-thread ceiling |",
         "|---|---|---|---|---|---|---|---|",
@@ -71,11 +66,8 @@ def main():
         two = med([r[0][key][1] for r in runs if key in r[0]])
         label, op, m, n, k = key
         lines.append(f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {two:.1f} | {100 * two / ceil2:.0f}% |")
-    lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2.", "<!-- gemm_cpu:end -->", ""]
-    section = "\n".join(lines)
-    print(section)
-    if not args.no_write:
-        write_section(args.output, "gemm_cpu", section)
+    lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2."]
+    publish("gemm_cpu", lines, args.output, not args.no_write)
 
 
 if __name__ == "__main__":
