@@ -1,8 +1,8 @@
 // Glue: what the package was built with and which GPUs it sees.
 #include <Rcpp.h>
 
-#include "build_config.h"
 #include "backends/cpu/cpu_backend.h"
+#include "build_config.h"
 #include "core/device_info.h"
 
 // [[Rcpp::export]]

@@ -32,7 +32,8 @@ std::vector<float> to_row_major(SEXP x, const std::string& what) {
     const int* v = type == INTSXP ? INTEGER(x) : LOGICAL(x);
     row_major_walk(dims, [&](int64_t rm, int64_t cm) {
       if (v[cm] == NA_INTEGER)
-        mr::fail(mr::ErrorKind::value, "`", what, "` must not contain NA (found at position ", cm + 1, ")");
+        mr::fail(mr::ErrorKind::value, "`", what, "` must not contain NA (found at position ",
+                 cm + 1, ")");
       out[static_cast<size_t>(rm)] = static_cast<float>(v[cm]);
     });
   } else {

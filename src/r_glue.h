@@ -22,8 +22,8 @@ auto guarded(F&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const mr::Error& e) {
-    throw Rcpp::exception((std::string("[mirrored:") + mr::kind_name(e.kind()) + "] " + e.what()).c_str(),
-                          false);
+    throw Rcpp::exception(
+        (std::string("[mirrored:") + mr::kind_name(e.kind()) + "] " + e.what()).c_str(), false);
   }
 }
 
@@ -52,7 +52,6 @@ void row_major_walk(const std::vector<int64_t>& dims, Fn fn) {
     }
   }
 }
-
 
 // dims of an R array (a vector without dim counts as 1-D).
 std::vector<int64_t> r_dims(SEXP x);

@@ -42,7 +42,8 @@ std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cf
   if (cls == "Activation")
     return mr::make_activation(mr::activation_from_name(Rcpp::as<std::string>(cfg["activation"])));
   if (cls == "Dropout")
-    return mr::make_dropout(Rcpp::as<double>(cfg["rate"]), static_cast<uint64_t>(Rcpp::as<double>(cfg["seed"])));
+    return mr::make_dropout(Rcpp::as<double>(cfg["rate"]),
+                            static_cast<uint64_t>(Rcpp::as<double>(cfg["seed"])));
   if (cls == "Flatten") return mr::make_flatten();
   mr::fail(mr::ErrorKind::value, "unknown layer class '", cls, "'");
 }
@@ -58,12 +59,13 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       const Rcpp::List nd = nodes[i];
       mr::GraphNode g;
       g.name = Rcpp::as<std::string>(nd["name"]);
-      g.layer = to_layer(Rcpp::as<std::string>(nd["class_name"]), Rcpp::as<Rcpp::List>(nd["config"]));
+      g.layer =
+          to_layer(Rcpp::as<std::string>(nd["class_name"]), Rcpp::as<Rcpp::List>(nd["config"]));
       g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
       gn.push_back(std::move(g));
     }
-    auto graph = std::make_shared<const mr::Graph>(std::move(gn), Rcpp::as<std::vector<int>>(inputs),
-                                                   Rcpp::as<std::vector<int>>(outputs));
+    auto graph = std::make_shared<const mr::Graph>(
+        std::move(gn), Rcpp::as<std::vector<int>>(inputs), Rcpp::as<std::vector<int>>(outputs));
     std::vector<mr::DeviceSpec> devs;
     for (R_xlen_t i = 0; i < devices.size(); ++i)
       devs.push_back(mr::parse_device(Rcpp::as<std::string>(devices[i])));
@@ -72,7 +74,8 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       threads = std::max(1, cores / static_cast<int>(devs.size()));
     }
     // R owns the model from here: the XPtr finalizer deletes it.
-    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads, collective_timeout);
+    auto model =
+        std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads, collective_timeout);
     return ModelPtr(model.release(), true);
   });
 }
@@ -89,7 +92,8 @@ Rcpp::List cpp_model_info(SEXP ptr) {
       const auto& d = g.out_shape(i).dims();
       shapes[i] = Rcpp::NumericVector(d.begin(), d.end());
       double n = 0;
-      for (int p : g.node_params(i)) n += static_cast<double>(g.params()[static_cast<size_t>(p)].size);
+      for (int p : g.node_params(i))
+        n += static_cast<double>(g.params()[static_cast<size_t>(p)].size);
       params[i] = n;
     }
     return Rcpp::List::create(Rcpp::Named("output_shapes") = shapes, Rcpp::Named("params") = params,
@@ -107,7 +111,8 @@ Rcpp::List cpp_model_get_weights(SEXP ptr, int rank = 0) {
     const auto& params = m->graph().params();
     Rcpp::List out(params.size());
     for (size_t k = 0; k < params.size(); ++k)
-      out[static_cast<R_xlen_t>(k)] = mr_glue::from_row_major(flat.data() + params[k].offset, params[k].shape.dims());
+      out[static_cast<R_xlen_t>(k)] =
+          mr_glue::from_row_major(flat.data() + params[k].offset, params[k].shape.dims());
     return out;
   });
 }
@@ -117,8 +122,8 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
   guarded([&] {
     ModelPtr m(ptr);
     const auto& params = m->graph().params();
-    MR_CHECK(static_cast<size_t>(weights.size()) == params.size(), value, "expected ", params.size(),
-             " weight arrays, got ", weights.size());
+    MR_CHECK(static_cast<size_t>(weights.size()) == params.size(), value, "expected ",
+             params.size(), " weight arrays, got ", weights.size());
     std::vector<float> flat = m->get_params();
     for (size_t k = 0; k < params.size(); ++k) {
       SEXP w = weights[static_cast<R_xlen_t>(k)];
@@ -126,8 +131,9 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
       const auto& want = params[k].shape.dims();
       MR_CHECK(static_cast<int64_t>(Rf_xlength(w)) == params[k].size &&
                    (dims == want || (want.size() == 1 && dims.size() <= 2)),
-               shape, "weight ", k + 1, " (", m->graph().node(params[k].node).name, "/", params[k].name,
-               ") must have shape ", params[k].shape.str(), ", got ", mr::Shape(dims).str());
+               shape, "weight ", k + 1, " (", m->graph().node(params[k].node).name, "/",
+               params[k].name, ") must have shape ", params[k].shape.str(), ", got ",
+               mr::Shape(dims).str());
       // Dims are checked above; a 1-D target accepts any vector of the right length.
       SEXP src = w;
       Rcpp::RObject tmp;
@@ -204,9 +210,10 @@ Rcpp::List cpp_model_replica_info(SEXP ptr) {
       buf[static_cast<R_xlen_t>(i)] = ob.str();
       dev[static_cast<R_xlen_t>(i)] = m->devices()[i].name();
     }
-    return Rcpp::List::create(Rcpp::Named("devices") = dev,
-                              Rcpp::Named("rows_last_step") = Rcpp::NumericVector(rows.begin(), rows.end()),
-                              Rcpp::Named("threads") = tid, Rcpp::Named("param_buffers") = buf);
+    return Rcpp::List::create(
+        Rcpp::Named("devices") = dev,
+        Rcpp::Named("rows_last_step") = Rcpp::NumericVector(rows.begin(), rows.end()),
+        Rcpp::Named("threads") = tid, Rcpp::Named("param_buffers") = buf);
   });
 }
 
@@ -215,7 +222,7 @@ Rcpp::List cpp_model_replica_info(SEXP ptr) {
 // [[Rcpp::export]]
 void cpp_model_inject_fault(SEXP ptr, int rank, double step, std::string kind, double seconds) {
   guarded([&] {
-    const mr::Model::Fault f = kind == "error" ? mr::Model::Fault::error
+    const mr::Model::Fault f = kind == "error"   ? mr::Model::Fault::error
                                : kind == "stall" ? mr::Model::Fault::stall
                                                  : mr::Model::Fault::none;
     ModelPtr(ptr)->inject_fault(rank, static_cast<int64_t>(step), f, seconds);

@@ -74,9 +74,9 @@ class Backend {
   // y += alpha * x
   virtual void axpy(int64_t n, float alpha, const float* x, float* y) = 0;
   // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C; op(X) = X or X^T.
-  virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float* a, int64_t lda, const float* b,
-                    int64_t ldb, float beta, float* c, int64_t ldc) = 0;
+  virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                    int64_t ldc) = 0;
   // y[r, c] += bias[c]
   virtual void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) = 0;
   // db[c] = (accumulate ? db[c] : 0) + sum_r dy[r, c]
@@ -85,20 +85,19 @@ class Backend {
 
   // ---- activations (row-wise for softmax) -----------------------------------
   // y may alias x except for softmax and gelu.
-  virtual void activation_forward(Activation act, int64_t rows, int64_t cols,
-                                  const float* x, float* y) = 0;
+  virtual void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
+                                  float* y) = 0;
   // dx from the input x, the output y and the output gradient dy. dx may alias dy.
-  virtual void activation_backward(Activation act, int64_t rows, int64_t cols,
-                                   const float* x, const float* y, const float* dy,
-                                   float* dx) = 0;
+  virtual void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
+                                   const float* y, const float* dy, float* dx) = 0;
 
   // ---- dropout ----------------------------------------------------------------
   // mask[i] = 0 or 1/(1-rate), drawn from Philox keyed by (seed, step, stream,
   // row_offset*cols + i) so that the mask of a global row does not depend on
   // which replica computes it; y = x * mask.
-  virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
-                               uint64_t step, uint32_t stream, int64_t row_offset,
-                               const float* x, float* mask, float* y) = 0;
+  virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+                               uint32_t stream, int64_t row_offset, const float* x, float* mask,
+                               float* y) = 0;
   // dx = dy * mask (dx may alias dy)
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
 
@@ -107,9 +106,8 @@ class Backend {
   // Writes dpred = grad_scale * d(per-sample loss)/d(pred) (not when dpred is
   // null) and adds the sum over rows of the per-sample losses to *loss_acc.
   // Class indices outside 0..cols-1 make the op throw mr::Error (value).
-  virtual void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols,
-                    const float* pred, const float* target, float grad_scale,
-                    float* dpred, double* loss_acc) = 0;
+  virtual void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
+                    const float* target, float grad_scale, float* dpred, double* loss_acc) = 0;
   // acc[0] += sum of per-sample metric values, acc[1] += rows.
   virtual void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols,
                       const float* pred, const float* target, double* acc) = 0;
@@ -118,22 +116,20 @@ class Backend {
   // Weight decay first when wd_lr > 0: w -= w * wd_lr (wd_lr = weight_decay * lr).
   // SGD: momentum == 0: w -= lr * g; else m = momentum*m - lr*g and
   //      w += m (nesterov: w += momentum*m - lr*g). m may be null when momentum == 0.
-  virtual void sgd_update(int64_t n, float* w, const float* g, float* m, float lr,
-                          float momentum, bool nesterov, float wd_lr) = 0;
+  virtual void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                          bool nesterov, float wd_lr) = 0;
   // Adam: m += (g - m)(1-b1); v += (g^2 - v)(1-b2); w -= alpha * m / (sqrt(v) + eps),
   // alpha = lr * sqrt(1 - b2^t) / (1 - b1^t) computed by the caller.
   // amsgrad: vhat = max(vhat, v) and vhat replaces v in the denominator; vhat is
   // null when amsgrad is off.
-  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v,
-                           float* vhat, float alpha, float beta1, float beta2,
-                           float epsilon, float wd_lr) = 0;
+  virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
+                           float alpha, float beta1, float beta2, float epsilon, float wd_lr) = 0;
   // RMSprop: v = rho*v + (1-rho) g^2; centered: a = rho*a + (1-rho) g and
   // denom = v - a^2 + eps, else denom = v + eps; inc = lr * g / sqrt(denom);
   // momentum > 0: mom = momentum*mom + inc, w -= mom; else w -= inc.
   // Centered is signalled by a != null; mom may be null when momentum == 0.
-  virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
-                              float* mom, float lr, float rho, float momentum,
-                              float epsilon, float wd_lr) = 0;
+  virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                              float lr, float rho, float momentum, float epsilon, float wd_lr) = 0;
 };
 
 }  // namespace mr

@@ -4,13 +4,20 @@ namespace mr {
 
 const char* kind_name(ErrorKind kind) noexcept {
   switch (kind) {
-    case ErrorKind::value: return "value";
-    case ErrorKind::shape: return "shape";
-    case ErrorKind::io: return "io";
-    case ErrorKind::device: return "device";
-    case ErrorKind::interrupted: return "interrupted";
-    case ErrorKind::timeout: return "timeout";
-    case ErrorKind::internal: return "internal";
+    case ErrorKind::value:
+      return "value";
+    case ErrorKind::shape:
+      return "shape";
+    case ErrorKind::io:
+      return "io";
+    case ErrorKind::device:
+      return "device";
+    case ErrorKind::interrupted:
+      return "interrupted";
+    case ErrorKind::timeout:
+      return "timeout";
+    case ErrorKind::internal:
+      return "internal";
   }
   return "internal";
 }

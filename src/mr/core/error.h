@@ -24,8 +24,7 @@ const char* kind_name(ErrorKind kind) noexcept;
 
 class Error : public std::runtime_error {
  public:
-  Error(ErrorKind kind, const std::string& message)
-      : std::runtime_error(message), kind_(kind) {}
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
 
  private:
@@ -53,7 +52,7 @@ template <typename... Parts>
 
 // Invariant checks that stay on in release builds: they guard the core against
 // inputs the R layer should already have rejected.
-#define MR_CHECK(cond, kind, ...)                   \
-  do {                                              \
+#define MR_CHECK(cond, kind, ...)                                \
+  do {                                                           \
     if (!(cond)) ::mr::fail(::mr::ErrorKind::kind, __VA_ARGS__); \
   } while (0)

@@ -13,7 +13,8 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
   std::iota(order.begin(), order.end(), 0);
   const RandomStream rs(seed, static_cast<uint64_t>(epoch), 0x5348u);
   for (int64_t i = n - 1; i > 0; --i) {
-    const auto j = static_cast<int64_t>(rs.uniform_double(static_cast<uint64_t>(i)) * static_cast<double>(i + 1));
+    const auto j = static_cast<int64_t>(rs.uniform_double(static_cast<uint64_t>(i)) *
+                                        static_cast<double>(i + 1));
     std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
   }
   return order;
@@ -25,8 +26,8 @@ ArraySource::ArraySource(std::shared_ptr<const ArrayData> data, int64_t batch_si
   MR_CHECK(data_ != nullptr, internal, "no data");
   MR_CHECK(batch_size_ > 0, value, "batch_size must be a positive integer, got ", batch_size_);
   for (size_t k = 0; k < data_->parts.size(); ++k)
-    MR_CHECK(static_cast<int64_t>(data_->parts[k].size()) == data_->rows * data_->widths[k], internal,
-             "array component ", k, " has the wrong length");
+    MR_CHECK(static_cast<int64_t>(data_->parts[k].size()) == data_->rows * data_->widths[k],
+             internal, "array component ", k, " has the wrong length");
   reset(0);
 }
 
@@ -55,7 +56,8 @@ bool ArraySource::next(HostBatch& batch) {
     const int64_t w = data_->widths[k];
     const float* src = data_->parts[k].data();
     for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(dst + r * w, src + order_[static_cast<size_t>(pos_ + r)] * w, static_cast<size_t>(w) * sizeof(float));
+      std::memcpy(dst + r * w, src + order_[static_cast<size_t>(pos_ + r)] * w,
+                  static_cast<size_t>(w) * sizeof(float));
     batch.parts.push_back({dst, w});
     dst += rows * w;
   }

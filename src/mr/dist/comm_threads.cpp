@@ -15,12 +15,16 @@
 namespace mr {
 
 ThreadCommunicator::ThreadCommunicator(int size, double timeout_seconds)
-    : size_(size), timeout_(timeout_seconds), here_(static_cast<size_t>(size), 0),
+    : size_(size),
+      timeout_(timeout_seconds),
+      here_(static_cast<size_t>(size), 0),
       slots_(static_cast<size_t>(size), nullptr),
-      oversubscribed_(static_cast<unsigned>(size) > std::max(1u, std::thread::hardware_concurrency())),
+      oversubscribed_(static_cast<unsigned>(size) >
+                      std::max(1u, std::thread::hardware_concurrency())),
       spin_(oversubscribed_ ? 200 : 4000) {
   MR_CHECK(size >= 1, value, "a communicator needs at least one rank, got ", size);
-  MR_CHECK(timeout_seconds > 0, value, "collective timeout must be positive, got ", timeout_seconds);
+  MR_CHECK(timeout_seconds > 0, value, "collective timeout must be positive, got ",
+           timeout_seconds);
 }
 
 void ThreadCommunicator::set_timeout(double seconds) {
@@ -73,24 +77,28 @@ void ThreadCommunicator::wait_all(int rank, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout_);
   while (generation_.load() == gen && !aborted_) {
-    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_.load() == gen && !aborted_) {
+    if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && generation_.load() == gen &&
+        !aborted_) {
       std::ostringstream missing;
       for (int r = 0, k = 0; r < size_; ++r)
         if (!here_[static_cast<size_t>(r)]) missing << (k++ ? ", " : "") << r;
-      const std::string msg = std::string(what) + " timed out after " + std::to_string(timeout_.count()) +
-                              " s on replica " + std::to_string(rank) + ", waiting for replica(s) " + missing.str();
+      const std::string msg = std::string(what) + " timed out after " +
+                              std::to_string(timeout_.count()) + " s on replica " +
+                              std::to_string(rank) + ", waiting for replica(s) " + missing.str();
       aborted_ = true;
       abort_reason_ = msg;
       cv_.notify_all();
       throw Error(ErrorKind::timeout, msg);
     }
   }
-  if (generation_.load() == gen) throw CollectiveAborted(std::string(what) + " abandoned: " + abort_reason_);
+  if (generation_.load() == gen)
+    throw CollectiveAborted(std::string(what) + " abandoned: " + abort_reason_);
 }
 
 void ThreadCommunicator::all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) {
   if (size_ == 1) return;
-  MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread all-reduce needs host memory, got ", be.name());
+  MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread all-reduce needs host memory, got ",
+           be.name());
   slots_[static_cast<size_t>(rank)] = buf;
   wait_all(rank, "all-reduce");
   // Reduce-scatter: rank r owns chunk r and sums it over ranks in rank order.
@@ -114,7 +122,8 @@ void ThreadCommunicator::all_reduce_sum(int rank, Backend& be, float* buf, int64
   for (int k = 0; k < size_; ++k) {
     if (k == rank) continue;
     const int64_t b = n * k / size_, e = n * (k + 1) / size_;
-    std::memcpy(buf + b, slots_[static_cast<size_t>(k)] + b, static_cast<size_t>(e - b) * sizeof(float));
+    std::memcpy(buf + b, slots_[static_cast<size_t>(k)] + b,
+                static_cast<size_t>(e - b) * sizeof(float));
   }
   // Nobody may reuse its buffer while others still copy from it.
   wait_all(rank, "all-reduce");
@@ -123,10 +132,12 @@ void ThreadCommunicator::all_reduce_sum(int rank, Backend& be, float* buf, int64
 void ThreadCommunicator::broadcast(int rank, int root, Backend& be, float* buf, int64_t n) {
   if (size_ == 1) return;
   MR_CHECK(root >= 0 && root < size_, value, "broadcast root ", root, " is not a rank");
-  MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread broadcast needs host memory, got ", be.name());
+  MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread broadcast needs host memory, got ",
+           be.name());
   slots_[static_cast<size_t>(rank)] = buf;
   wait_all(rank, "broadcast");
-  if (rank != root) std::memcpy(buf, slots_[static_cast<size_t>(root)], static_cast<size_t>(n) * sizeof(float));
+  if (rank != root)
+    std::memcpy(buf, slots_[static_cast<size_t>(root)], static_cast<size_t>(n) * sizeof(float));
   wait_all(rank, "broadcast");
 }
 

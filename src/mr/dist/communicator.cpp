@@ -15,7 +15,9 @@ class SoloCommunicator final : public Communicator {
 };
 }  // namespace
 
-std::unique_ptr<Communicator> make_solo_communicator() { return std::make_unique<SoloCommunicator>(); }
+std::unique_ptr<Communicator> make_solo_communicator() {
+  return std::make_unique<SoloCommunicator>();
+}
 
 std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
                                                 double timeout_seconds) {

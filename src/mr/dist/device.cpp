@@ -23,15 +23,18 @@ DeviceSpec parse_device(const std::string& text) {
   const size_t colon = s.find(':');
   const std::string kind = s.substr(0, colon);
   const std::string idx = colon == std::string::npos ? "" : s.substr(colon + 1);
-  const bool digits = !idx.empty() && idx.size() <= 6 &&
-                      std::all_of(idx.begin(), idx.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  const bool digits =
+      !idx.empty() && idx.size() <= 6 && std::all_of(idx.begin(), idx.end(), [](char c) {
+        return std::isdigit(static_cast<unsigned char>(c));
+      });
   if ((kind == "cpu" || kind == "gpu" || kind == "cuda") && digits) {
     DeviceSpec d;
     d.kind = kind == "cpu" ? DeviceKind::cpu : DeviceKind::cuda;
     d.index = std::stoi(idx);
     return d;
   }
-  fail(ErrorKind::value, "'", text, "' is not a device name (expected \"/cpu:0\", \"gpu:1\", \"/device:GPU:0\", ...)");
+  fail(ErrorKind::value, "'", text,
+       "' is not a device name (expected \"/cpu:0\", \"gpu:1\", \"/device:GPU:0\", ...)");
 }
 
 std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {

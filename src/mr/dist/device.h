@@ -16,8 +16,9 @@ struct DeviceSpec {
   bool operator==(const DeviceSpec& o) const { return kind == o.kind && index == o.index; }
 };
 
-// Accepts "/cpu:0", "cpu:0", "CPU:0", "/device:CPU:0", "/job:localhost/replica:0/task:0/device:GPU:1"
-// (and the same for gpu); throws mr::Error (value) otherwise.
+// Accepts "/cpu:0", "cpu:0", "CPU:0", "/device:CPU:0",
+// "/job:localhost/replica:0/task:0/device:GPU:1" (and the same for gpu); throws mr::Error (value)
+// otherwise.
 DeviceSpec parse_device(const std::string& text);
 
 // The one place that names the backends: creates the backend of `device`

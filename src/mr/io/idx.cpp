@@ -40,7 +40,8 @@ IdxArray read_idx(const std::string& path) {
   if (!f) fail(ErrorKind::io, "cannot open '", path, "'");
   unsigned char magic[4];
   read_exact(f.get(), magic, 4, path, "the header");
-  MR_CHECK(magic[0] == 0 && magic[1] == 0, io, "'", path, "' is not an IDX file (bad magic number)");
+  MR_CHECK(magic[0] == 0 && magic[1] == 0, io, "'", path,
+           "' is not an IDX file (bad magic number)");
   MR_CHECK(magic[2] == 0x08, io, "'", path, "' holds IDX type 0x", std::hex, int{magic[2]},
            "; only unsigned bytes (0x08) are supported");
   const int ndim = magic[3];

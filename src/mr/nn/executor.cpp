@@ -33,7 +33,9 @@ void Executor::reserve(int64_t rows) {
   capacity_ = rows;
 }
 
-float* Executor::input(int k) { return at(buf_.at(static_cast<size_t>(graph_.inputs().at(k))).out); }
+float* Executor::input(int k) {
+  return at(buf_.at(static_cast<size_t>(graph_.inputs().at(k))).out);
+}
 
 const float* Executor::output(int k) const {
   const int64_t off = buf_.at(static_cast<size_t>(graph_.outputs().at(k))).out;
@@ -49,15 +51,26 @@ float* Executor::output_grad(int k) {
 
 void Executor::forward(int64_t rows, int64_t row_offset, uint64_t step, bool training,
                        const float* params) {
-  MR_CHECK(rows <= capacity_, internal, "batch of ", rows, " rows exceeds workspace of ", capacity_);
+  MR_CHECK(rows <= capacity_, internal, "batch of ", rows, " rows exceeds workspace of ",
+           capacity_);
   for (int i = 0; i < graph_.size(); ++i) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
-    ForwardArgs a{be_, rows, row_offset, step, static_cast<uint32_t>(i), training, {}, graph_.in_shapes(i),
-                  at(buf_[static_cast<size_t>(i)].out), {}, at(buf_[static_cast<size_t>(i)].aux)};
+    ForwardArgs a{be_,
+                  rows,
+                  row_offset,
+                  step,
+                  static_cast<uint32_t>(i),
+                  training,
+                  {},
+                  graph_.in_shapes(i),
+                  at(buf_[static_cast<size_t>(i)].out),
+                  {},
+                  at(buf_[static_cast<size_t>(i)].aux)};
     for (int j : nd.inputs) a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
     for (int p : graph_.node_params(i))
-      a.params.push_back(const_cast<float*>(params) + graph_.params()[static_cast<size_t>(p)].offset);
+      a.params.push_back(const_cast<float*>(params) +
+                         graph_.params()[static_cast<size_t>(p)].offset);
     nd.layer->forward(a);
   }
 }
@@ -77,7 +90,8 @@ void Executor::backward(int64_t rows, bool training, const float* params, float*
       }
       continue;
     }
-    BackwardArgs a{be_, rows, training, {}, graph_.in_shapes(i), at(b.out), at(b.grad), {}, {}, {}, at(b.aux)};
+    BackwardArgs a{be_, rows, training, {},       graph_.in_shapes(i), at(b.out), at(b.grad),
+                   {},  {},   {},       at(b.aux)};
     std::vector<int> accumulate;  // inputs whose gradient already holds a consumer's part
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];
@@ -105,7 +119,8 @@ void Executor::backward(int64_t rows, bool training, const float* params, float*
       const int j = nd.inputs[s];
       if (!graph_.needs_grad(j)) continue;
       if (!accumulate.empty() && accumulate[0] == static_cast<int>(s))
-        be_.axpy(rows * graph_.out_shape(j).numel(), 1.0f, at(scratch_), at(buf_[static_cast<size_t>(j)].grad));
+        be_.axpy(rows * graph_.out_shape(j).numel(), 1.0f, at(scratch_),
+                 at(buf_[static_cast<size_t>(j)].grad));
       grad_written_[static_cast<size_t>(j)] = 1;
     }
   }

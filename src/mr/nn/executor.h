@@ -25,8 +25,7 @@ class Executor {
   // Gradient buffer of model output k, to be written by the loss.
   float* output_grad(int k);
 
-  void forward(int64_t rows, int64_t row_offset, uint64_t step, bool training,
-               const float* params);
+  void forward(int64_t rows, int64_t row_offset, uint64_t step, bool training, const float* params);
   // Gradients of all variables into `grads` (written, not accumulated). The
   // loss must have written output_grad(k) for every output.
   void backward(int64_t rows, bool training, const float* params, float* grads);
@@ -35,7 +34,9 @@ class Executor {
   struct NodeBuffers {
     int64_t out = -1, grad = -1, aux = -1;  // offsets in floats into work_, -1 = none
   };
-  float* at(int64_t offset) { return offset < 0 ? nullptr : static_cast<float*>(work_.get()) + offset; }
+  float* at(int64_t offset) {
+    return offset < 0 ? nullptr : static_cast<float*>(work_.get()) + offset;
+  }
 
   const Graph& graph_;
   Backend& be_;

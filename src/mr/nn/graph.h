@@ -47,9 +47,11 @@ class Graph {
   const std::vector<int>& outputs() const { return outputs_; }
   const std::vector<Param>& params() const { return params_; }
   // Indices into params() of node i's variables, in the layer's order.
-  const std::vector<int>& node_params(int i) const { return node_params_.at(static_cast<size_t>(i)); }
+  const std::vector<int>& node_params(int i) const {
+    return node_params_.at(static_cast<size_t>(i));
+  }
   int64_t param_floats() const { return param_floats_; }  // flat buffer length, padding included
-  int64_t param_count() const;                             // without padding
+  int64_t param_count() const;                            // without padding
   int64_t aux_per_row(int i) const { return aux_per_row_.at(static_cast<size_t>(i)); }
   // True when some variable lies upstream of node i (or in it): only then
   // does backward need the gradient of its output.

@@ -78,9 +78,15 @@ void initialize(const Initializer& init, const Shape& shape, uint32_t stream,
     const auto u = static_cast<uint64_t>(i);
     double v = 0.0;
     switch (init.kind) {
-      case Initializer::Kind::zeros: v = 0.0; break;
-      case Initializer::Kind::ones: v = 1.0; break;
-      case Initializer::Kind::constant: v = init.a; break;
+      case Initializer::Kind::zeros:
+        v = 0.0;
+        break;
+      case Initializer::Kind::ones:
+        v = 1.0;
+        break;
+      case Initializer::Kind::constant:
+        v = init.a;
+        break;
       case Initializer::Kind::glorot_uniform: {
         const double limit = std::sqrt(6.0 / (fan_in + fan_out));
         v = (2.0 * rs.uniform_double(u) - 1.0) * limit;
@@ -97,7 +103,9 @@ void initialize(const Initializer& init, const Shape& shape, uint32_t stream,
         v = (2.0 * rs.uniform_double(u) - 1.0) * limit;
         break;
       }
-      case Initializer::Kind::random_normal: v = init.a + init.b * rs.normal(u); break;
+      case Initializer::Kind::random_normal:
+        v = init.a + init.b * rs.normal(u);
+        break;
       case Initializer::Kind::random_uniform:
         v = init.a + (init.b - init.a) * rs.uniform_double(u);
         break;

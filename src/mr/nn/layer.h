@@ -44,8 +44,8 @@ struct BackwardArgs {
   std::vector<const float*> in;
   std::vector<Shape> in_shapes;
   const float* out;
-  float* d_out;               // gradient of the output; the layer may overwrite it
-  std::vector<float*> d_in;   // null where the input needs no gradient
+  float* d_out;              // gradient of the output; the layer may overwrite it
+  std::vector<float*> d_in;  // null where the input needs no gradient
   std::vector<const float*> params;
   std::vector<float*> grads;  // written (not accumulated)
   float* aux;

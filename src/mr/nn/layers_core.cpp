@@ -82,7 +82,8 @@ class Dense final : public Layer {
     a.be.gemm(true, false, k, units_, m, 1.0f, a.in[0], k, dz, units_, 0.0f, a.grads[0], units_);
     if (use_bias_) a.be.bias_grad(m, units_, dz, a.grads[1], false);
     if (a.d_in[0] != nullptr)
-      a.be.gemm(false, true, m, k, units_, 1.0f, dz, units_, a.params[0], units_, 0.0f, a.d_in[0], k);
+      a.be.gemm(false, true, m, k, units_, 1.0f, dz, units_, a.params[0], units_, 0.0f, a.d_in[0],
+                k);
   }
 
  private:
@@ -143,8 +144,8 @@ class Dropout final : public Layer {
       copy_rows(a.be, a.rows * cols, a.in[0], a.out);
       return;
     }
-    a.be.dropout_forward(a.rows, cols, rate_, seed_, a.step, a.stream, a.row_offset, a.in[0],
-                         a.aux, a.out);
+    a.be.dropout_forward(a.rows, cols, rate_, seed_, a.step, a.stream, a.row_offset, a.in[0], a.aux,
+                         a.out);
   }
   void backward(const BackwardArgs& a) const override {
     if (a.d_in[0] == nullptr || a.rows == 0) return;
@@ -192,12 +193,18 @@ Activation activation_from_name(const std::string& name) {
 
 const char* activation_name(Activation act) {
   switch (act) {
-    case Activation::linear: return "linear";
-    case Activation::relu: return "relu";
-    case Activation::sigmoid: return "sigmoid";
-    case Activation::tanh: return "tanh";
-    case Activation::softmax: return "softmax";
-    case Activation::gelu: return "gelu";
+    case Activation::linear:
+      return "linear";
+    case Activation::relu:
+      return "relu";
+    case Activation::sigmoid:
+      return "sigmoid";
+    case Activation::tanh:
+      return "tanh";
+    case Activation::softmax:
+      return "softmax";
+    case Activation::gelu:
+      return "gelu";
   }
   return "linear";
 }

@@ -16,10 +16,14 @@ OptimizerConfig::Kind optimizer_kind(const std::string& name) {
 
 const char* optimizer_class_name(OptimizerConfig::Kind kind) {
   switch (kind) {
-    case OptimizerConfig::Kind::sgd: return "SGD";
-    case OptimizerConfig::Kind::adam: return "Adam";
-    case OptimizerConfig::Kind::adamw: return "AdamW";
-    case OptimizerConfig::Kind::rmsprop: return "RMSprop";
+    case OptimizerConfig::Kind::sgd:
+      return "SGD";
+    case OptimizerConfig::Kind::adam:
+      return "Adam";
+    case OptimizerConfig::Kind::adamw:
+      return "AdamW";
+    case OptimizerConfig::Kind::rmsprop:
+      return "RMSprop";
   }
   return "Adam";
 }
@@ -51,7 +55,8 @@ void validate(const OptimizerConfig& c) {
   MR_CHECK(c.epsilon >= 0, value, "epsilon must be >= 0, got ", c.epsilon);
   MR_CHECK(c.beta_1 >= 0 && c.beta_1 < 1, value, "beta_1 must be in [0, 1), got ", c.beta_1);
   MR_CHECK(c.beta_2 >= 0 && c.beta_2 < 1, value, "beta_2 must be in [0, 1), got ", c.beta_2);
-  MR_CHECK(c.momentum >= 0 && c.momentum <= 1, value, "momentum must be in [0, 1], got ", c.momentum);
+  MR_CHECK(c.momentum >= 0 && c.momentum <= 1, value, "momentum must be in [0, 1], got ",
+           c.momentum);
   MR_CHECK(c.rho >= 0 && c.rho <= 1, value, "rho must be in [0, 1], got ", c.rho);
 }
 

@@ -1,10 +1,10 @@
 // Several replicas: the thread all-reduce, equivalence with one replica,
 // bit-identical replicas, uneven and empty slices, failures and deadlines.
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
-#include <dirent.h>
 #include <thread>
 #include <vector>
 
@@ -35,7 +35,8 @@ TEST(ThreadCommunicator, AllReduceSumsInRankOrderOnEveryRank) {
       std::vector<std::vector<float>> bufs(static_cast<size_t>(ranks));
       for (int r = 0; r < ranks; ++r) {
         be.push_back(make_cpu_backend(r, 1));
-        for (int64_t i = 0; i < n; ++i) bufs[r].push_back(std::sin(0.1f * static_cast<float>(i + 1) * (r + 1)));
+        for (int64_t i = 0; i < n; ++i)
+          bufs[r].push_back(std::sin(0.1f * static_cast<float>(i + 1) * (r + 1)));
       }
       std::vector<float> want(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) {
@@ -47,7 +48,8 @@ TEST(ThreadCommunicator, AllReduceSumsInRankOrderOnEveryRank) {
       for (int r = 0; r < ranks; ++r)
         threads.emplace_back([&, r] { comm.all_reduce_sum(r, *be[r], bufs[r].data(), n); });
       for (auto& t : threads) t.join();
-      for (int r = 0; r < ranks; ++r) EXPECT_EQ(bufs[r], want) << ranks << " ranks, n " << n << ", rank " << r;
+      for (int r = 0; r < ranks; ++r)
+        EXPECT_EQ(bufs[r], want) << ranks << " ranks, n " << n << ", rank " << r;
     }
   }
 }
@@ -57,7 +59,8 @@ TEST(ThreadCommunicator, BroadcastAndTimeoutNamingTheMissingRank) {
   auto be = make_cpu_backend(0, 1);
   std::vector<std::vector<float>> bufs{{1, 2, 3}, {0, 0, 0}, {9, 9, 9}};
   std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r) threads.emplace_back([&, r] { comm.broadcast(r, 0, *be, bufs[r].data(), 3); });
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] { comm.broadcast(r, 0, *be, bufs[r].data(), 3); });
   for (auto& t : threads) t.join();
   for (auto& b : bufs) EXPECT_EQ(b, (std::vector<float>{1, 2, 3}));
   // Rank 2 never comes: ranks 0 and 1 give up after the deadline.
@@ -73,7 +76,8 @@ TEST(ThreadCommunicator, BroadcastAndTimeoutNamingTheMissingRank) {
       }
     });
   for (auto& t : threads) t.join();
-  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(waited, 2.0);
   int timeouts = 0;
   for (const auto& e : errors) {
@@ -107,7 +111,8 @@ std::shared_ptr<const Graph> mlp(double dropout) {
   add(make_dropout(dropout, 77));
   add(make_dense(5, Activation::linear, true, g, Initializer{}));
   const int last = static_cast<int>(nodes.size()) - 1;
-  return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0}, std::vector<int>{last});
+  return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0},
+                                       std::vector<int>{last});
 }
 
 std::shared_ptr<ArrayData> data(int64_t rows) {
@@ -115,7 +120,8 @@ std::shared_ptr<ArrayData> data(int64_t rows) {
   d->rows = rows;
   d->widths = {12, 1};
   d->parts.resize(2);
-  for (int64_t i = 0; i < rows * 12; ++i) d->parts[0].push_back(std::cos(0.37f * static_cast<float>(i)));
+  for (int64_t i = 0; i < rows * 12; ++i)
+    d->parts[0].push_back(std::cos(0.37f * static_cast<float>(i)));
   for (int64_t i = 0; i < rows; ++i) d->parts[1].push_back(static_cast<float>(i % 5));
   return d;
 }
@@ -137,14 +143,17 @@ std::vector<float> train(int replicas, std::vector<std::vector<int64_t>>* rows_s
    public:
     Rows(Model& m, std::vector<std::vector<int64_t>>* out) : m_(m), out_(out) {}
     bool batch_events() const override { return out_ != nullptr; }
-    void on_batch_end(int64_t, const std::vector<double>&) override { out_->push_back(m_.rows_last_step()); }
+    void on_batch_end(int64_t, const std::vector<double>&) override {
+      out_->push_back(m_.rows_last_step());
+    }
 
    private:
     Model& m_;
     std::vector<std::vector<int64_t>>* out_;
   } hooks(*m, rows_seen);
   for (int e = 0; e < 4; ++e) train_epoch(*m, src, e, -1, hooks);
-  for (int r = 1; r < replicas; ++r) EXPECT_EQ(m->get_params(r), m->get_params(0)) << "replica " << r;
+  for (int r = 1; r < replicas; ++r)
+    EXPECT_EQ(m->get_params(r), m->get_params(0)) << "replica " << r;
   std::vector<float> p = m->get_params();
   if (keep != nullptr) {
     held = std::move(m);
@@ -170,7 +179,8 @@ TEST(Strategy, OneToFourReplicasGiveTheSameWeights) {
       ASSERT_EQ(rows[s].size(), static_cast<size_t>(n));
       int64_t total = 0;
       for (int r = 0; r < n; ++r) {
-        EXPECT_EQ(rows[s][r], global / n + (r < global % n ? 1 : 0)) << "step " << s << " replica " << r;
+        EXPECT_EQ(rows[s][r], global / n + (r < global % n ? 1 : 0))
+            << "step " << s << " replica " << r;
         total += rows[s][r];
       }
       EXPECT_EQ(total, global);
@@ -228,7 +238,8 @@ TEST(Strategy, AFailingReplicaIsReportedAndNothingHangsOrLeaks) {
       FAIL() << "no timeout";
     } catch (const Error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::timeout) << e.what();
-      EXPECT_NE(std::string(e.what()).find("waiting for replica(s) 2"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("waiting for replica(s) 2"), std::string::npos)
+          << e.what();
     }
   }
   EXPECT_EQ(thread_count(), before);

@@ -141,8 +141,9 @@ std::string cpu_gemm_description() {
 #elif defined(__AVX2__) && defined(__FMA__)
   isa = "AVX2+FMA";
 #endif
-  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-         std::to_string(EIGEN_MINOR_VERSION) + " (" + isa + ")";
+  return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
+         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + " (" +
+         isa + ")";
 }
 
 }  // namespace mr

@@ -92,13 +92,19 @@ void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float
   const bool decay = wd_lr > 0.0f, mom = momentum != 0.0f;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     if (decay) {
-      if (!mom) sgd_chunk<true, false, false>(b, e, w, g, m, lr, momentum, wd_lr);
-      else if (nesterov) sgd_chunk<true, true, true>(b, e, w, g, m, lr, momentum, wd_lr);
-      else sgd_chunk<true, true, false>(b, e, w, g, m, lr, momentum, wd_lr);
+      if (!mom)
+        sgd_chunk<true, false, false>(b, e, w, g, m, lr, momentum, wd_lr);
+      else if (nesterov)
+        sgd_chunk<true, true, true>(b, e, w, g, m, lr, momentum, wd_lr);
+      else
+        sgd_chunk<true, true, false>(b, e, w, g, m, lr, momentum, wd_lr);
     } else {
-      if (!mom) sgd_chunk<false, false, false>(b, e, w, g, m, lr, momentum, wd_lr);
-      else if (nesterov) sgd_chunk<false, true, true>(b, e, w, g, m, lr, momentum, wd_lr);
-      else sgd_chunk<false, true, false>(b, e, w, g, m, lr, momentum, wd_lr);
+      if (!mom)
+        sgd_chunk<false, false, false>(b, e, w, g, m, lr, momentum, wd_lr);
+      else if (nesterov)
+        sgd_chunk<false, true, true>(b, e, w, g, m, lr, momentum, wd_lr);
+      else
+        sgd_chunk<false, true, false>(b, e, w, g, m, lr, momentum, wd_lr);
     }
   });
 }
@@ -108,16 +114,19 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
   const float one_b1 = 1.0f - beta1, one_b2 = 1.0f - beta2;
   const bool decay = wd_lr > 0.0f, ams = vhat != nullptr;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
-    if (decay && ams) adam_chunk<true, true>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
-    else if (decay) adam_chunk<true, false>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
-    else if (ams) adam_chunk<false, true>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
-    else adam_chunk<false, false>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
+    if (decay && ams)
+      adam_chunk<true, true>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
+    else if (decay)
+      adam_chunk<true, false>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
+    else if (ams)
+      adam_chunk<false, true>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
+    else
+      adam_chunk<false, false>(b, e, w, g, m, v, vhat, alpha, one_b1, one_b2, epsilon, wd_lr);
   });
 }
 
-void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
-                                float* mom, float lr, float rho, float momentum, float epsilon,
-                                float wd_lr) {
+void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                                float lr, float rho, float momentum, float epsilon, float wd_lr) {
   MR_CHECK(momentum <= 0.0f || mom != nullptr, internal,
            "rmsprop with momentum needs a momentum slot");
   const float one_rho = 1.0f - rho;
@@ -125,14 +134,38 @@ void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, f
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     const int variant = (decay ? 4 : 0) | (centered ? 2 : 0) | (with_mom ? 1 : 0);
     switch (variant) {
-      case 0: rmsprop_chunk<false, false, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 1: rmsprop_chunk<false, false, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 2: rmsprop_chunk<false, true, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 3: rmsprop_chunk<false, true, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 4: rmsprop_chunk<true, false, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 5: rmsprop_chunk<true, false, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      case 6: rmsprop_chunk<true, true, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
-      default: rmsprop_chunk<true, true, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon, wd_lr); break;
+      case 0:
+        rmsprop_chunk<false, false, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum,
+                                           epsilon, wd_lr);
+        break;
+      case 1:
+        rmsprop_chunk<false, false, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum,
+                                          epsilon, wd_lr);
+        break;
+      case 2:
+        rmsprop_chunk<false, true, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum,
+                                          epsilon, wd_lr);
+        break;
+      case 3:
+        rmsprop_chunk<false, true, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon,
+                                         wd_lr);
+        break;
+      case 4:
+        rmsprop_chunk<true, false, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum,
+                                          epsilon, wd_lr);
+        break;
+      case 5:
+        rmsprop_chunk<true, false, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon,
+                                         wd_lr);
+        break;
+      case 6:
+        rmsprop_chunk<true, true, false>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon,
+                                         wd_lr);
+        break;
+      default:
+        rmsprop_chunk<true, true, true>(b, e, w, g, v, a, mom, lr, rho, one_rho, momentum, epsilon,
+                                        wd_lr);
+        break;
     }
   });
 }
