@@ -21,6 +21,82 @@ cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
 
+cpp_dataset_from_tensors <- function(tensors, slices) {
+    .Call(`_mirrored_cpp_dataset_from_tensors`, tensors, slices)
+}
+
+cpp_dataset_batch <- function(ds, batch_size, drop_remainder) {
+    .Call(`_mirrored_cpp_dataset_batch`, ds, batch_size, drop_remainder)
+}
+
+cpp_dataset_shuffle <- function(ds, buffer_size, seed, reshuffle) {
+    .Call(`_mirrored_cpp_dataset_shuffle`, ds, buffer_size, seed, reshuffle)
+}
+
+cpp_dataset_repeat <- function(ds, count) {
+    .Call(`_mirrored_cpp_dataset_repeat`, ds, count)
+}
+
+cpp_dataset_take <- function(ds, count) {
+    .Call(`_mirrored_cpp_dataset_take`, ds, count)
+}
+
+cpp_dataset_skip <- function(ds, count) {
+    .Call(`_mirrored_cpp_dataset_skip`, ds, count)
+}
+
+cpp_dataset_cache <- function(ds, filename) {
+    .Call(`_mirrored_cpp_dataset_cache`, ds, filename)
+}
+
+cpp_dataset_prefetch <- function(ds, buffer_size) {
+    .Call(`_mirrored_cpp_dataset_prefetch`, ds, buffer_size)
+}
+
+cpp_dataset_map_r <- function(ds, fn, label) {
+    .Call(`_mirrored_cpp_dataset_map_r`, ds, fn, label)
+}
+
+cpp_dataset_cast <- function(ds, components, dtype) {
+    .Call(`_mirrored_cpp_dataset_cast`, ds, components, dtype)
+}
+
+cpp_dataset_affine <- function(ds, components, scale, offset, name) {
+    .Call(`_mirrored_cpp_dataset_affine`, ds, components, scale, offset, name)
+}
+
+cpp_dataset_one_hot <- function(ds, components, num_classes) {
+    .Call(`_mirrored_cpp_dataset_one_hot`, ds, components, num_classes)
+}
+
+cpp_dataset_delay <- function(ds, seconds) {
+    .Call(`_mirrored_cpp_dataset_delay`, ds, seconds)
+}
+
+cpp_dataset_info <- function(ds) {
+    .Call(`_mirrored_cpp_dataset_info`, ds)
+}
+
+cpp_dataset_iterator <- function(ds) {
+    .Call(`_mirrored_cpp_dataset_iterator`, ds)
+}
+
+cpp_iterator_next <- function(it) {
+    .Call(`_mirrored_cpp_iterator_next`, it)
+}
+
+cpp_iterator_release <- function(it) {
+    invisible(.Call(`_mirrored_cpp_iterator_release`, it))
+}
+
+cpp_dataset_source <- function(ds, continue_passes) {
+    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes)
+}
+
+cpp_dataset_drain <- function(ds, step_seconds) {
+    .Call(`_mirrored_cpp_dataset_drain`, ds, step_seconds)
+}
+
 cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
@@ -59,6 +135,62 @@ cpp_model_replica_info <- function(ptr) {
 
 cpp_model_inject_fault <- function(ptr, rank, step, kind, seconds) {
     invisible(.Call(`_mirrored_cpp_model_inject_fault`, ptr, rank, step, kind, seconds))
+}
+
+cpp_read_npz <- function(path) {
+    .Call(`_mirrored_cpp_read_npz`, path)
+}
+
+cpp_sha256_file <- function(path) {
+    .Call(`_mirrored_cpp_sha256_file`, path)
+}
+
+cpp_json_parse <- function(text, what) {
+    .Call(`_mirrored_cpp_json_parse`, text, what)
+}
+
+cpp_json_serialize <- function(x) {
+    .Call(`_mirrored_cpp_json_serialize`, x)
+}
+
+cpp_write_file_atomic <- function(path, bytes, chunk_delay_ms) {
+    invisible(.Call(`_mirrored_cpp_write_file_atomic`, path, bytes, chunk_delay_ms))
+}
+
+cpp_read_file <- function(path, max_bytes) {
+    .Call(`_mirrored_cpp_read_file`, path, max_bytes)
+}
+
+cpp_is_temp_name <- function(name) {
+    .Call(`_mirrored_cpp_is_temp_name`, name)
+}
+
+cpp_zip_write <- function(names, data, times, what) {
+    .Call(`_mirrored_cpp_zip_write`, names, data, times, what)
+}
+
+cpp_zip_names <- function(archive, what) {
+    .Call(`_mirrored_cpp_zip_names`, archive, what)
+}
+
+cpp_zip_read <- function(archive, what, members) {
+    .Call(`_mirrored_cpp_zip_read`, archive, what, members)
+}
+
+cpp_weights_write <- function(model, layout, attr_names, attr_values, what) {
+    .Call(`_mirrored_cpp_weights_write`, model, layout, attr_names, attr_values, what)
+}
+
+cpp_weights_read <- function(model, layout, image, what, load_optimizer) {
+    .Call(`_mirrored_cpp_weights_read`, model, layout, image, what, load_optimizer)
+}
+
+cpp_weights_root_attr <- function(image, what, name) {
+    .Call(`_mirrored_cpp_weights_root_attr`, image, what, name)
+}
+
+cpp_skip_source <- function(source, epoch, skip) {
+    .Call(`_mirrored_cpp_skip_source`, source, epoch, skip)
 }
 
 cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {

@@ -8,7 +8,10 @@
 #' step boundary: the model keeps the weights of the last finished step.
 #'
 #' @param object A compiled model.
-#' @param x Inputs: an array with samples along the first dimension.
+#' @param x Inputs: an array with samples along the first dimension, or a
+#'   dataset (see [tensor_slices_dataset()]) whose elements are batches
+#'   `list(x, y)`; then `y` and `batch_size` must be `NULL`, `shuffle` is
+#'   ignored (shuffle the dataset) and `validation_data` may be a dataset too.
 #' @param y Targets: class indices (0-based) for sparse losses, else an array.
 #' @param ... Unused.
 #' @param batch_size Samples per global batch (default 32).
@@ -16,7 +19,7 @@
 #' @param callbacks A list of callbacks (see [callback_early_stopping()]).
 #' @param validation_split Fraction of the samples, taken from the end of
 #'   `x`/`y` before shuffling, held out for validation.
-#' @param validation_data `list(x_val, y_val)`, evaluated after each epoch
+#' @param validation_data `list(x_val, y_val)` or a dataset, evaluated after each epoch
 #'   (wins over `validation_split`).
 #' @param shuffle Whether to shuffle the training samples each epoch.
 #' @param class_weight,sample_weight Not supported yet (must be `NULL`).
@@ -59,6 +62,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   require_compiled(model)
   check_model_strategy(model)
   check_unsupported(class_weight = class_weight, sample_weight = sample_weight)
+  from_dataset <- is_dataset(x)
+  if (from_dataset) check_dataset_call(batch_size, y, "x")
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   epochs <- check_int(epochs, "epochs", min = 0)
   initial_epoch <- check_int(initial_epoch, "initial_epoch", min = 1)
@@ -72,30 +77,13 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
     abort_value("{.arg validation_freq} must be a positive whole number or a vector of epochs, not {describe(validation_freq)}.")
   }
   verbose <- resolve_verbose(verbose)
-  if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.")
-  x <- as_sample_array(x, "x")
-  y <- as_sample_array(y, "y")
-  check_inputs(model, x)
-  check_loss_output(model)
-  check_targets(model, y, dim(x)[1])
-  val <- NULL
-  if (!is.null(validation_data)) {
-    val <- validation_arrays(model, validation_data)
-  } else if (validation_split > 0) {
-    n <- dim(x)[1]
-    k <- floor(n * (1 - validation_split))
-    if (k < 1 || k >= n) {
-      abort_value("{.arg validation_split} = {validation_split} leaves no samples for training or validation ({n} samples).")
-    }
-    val <- list(x = take_rows(x, (k + 1):n), y = take_rows(y, (k + 1):n))
-    x <- take_rows(x, seq_len(k))
-    y <- take_rows(y, seq_len(k))
-  }
-  train <- array_source(list(x, y), c("x", "y"), batch_size, shuffle = shuffle)
-  val_data <- if (!is.null(val)) {
-    array_source(list(val$x, val$y), c("validation x", "validation y"), validation_batch_size)
-  }
-  steps <- steps_per_epoch %||% ceiling(dim(x)[1] / batch_size)
+  # validation_data wins over validation_split, which then holds nothing out.
+  data <- fit_training_data(model, x, y, batch_size, shuffle, steps_per_epoch,
+                            if (is.null(validation_data)) validation_split else 0)
+  train <- data$source
+  steps <- data$steps
+  val_data <- fit_validation_data(model, validation_data %||% data$held_out, validation_batch_size,
+                                  validation_steps)
 
   history <- callback_history()
   cbl <- callback_list(c(as_callback_list(callbacks), list(history, callback_progbar_logger())), model,
@@ -103,14 +91,25 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   hooks <- loop_hooks(cbl, "train")
   model$stop_training <- FALSE
   logs <- cbl$on_train_begin(list())
+  # Continuing a saved run (load_model(), callback_backup_and_restore()):
+  # its epoch, data order and the batches of that epoch already done.
+  pos <- resume_position(model, initial_epoch, data$seed, steps)
+  initial_epoch <- pos$initial_epoch
+  if (!is.null(data$seed) && !identical(pos$data_seed, data$seed)) train <- data$remake(pos$data_seed)
+  note_fit_start(model, pos$data_seed)
   for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
     cbl$on_epoch_begin(epoch, list())
-    res <- with_core(cpp_fit_epoch(model$ptr(), train, epoch - 1, steps_per_epoch %||% -1,
-                                   hooks$begin, hooks$end, hooks$progress, 0.05))
+    skip <- if (epoch == initial_epoch) pos$skip else 0L
+    src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
+    ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
+    res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
+                                   if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
+                                   ehooks$begin, ehooks$end, ehooks$progress, 0.05))
     if (res$interrupted) {
       model$history <- history$history()
       signal_interrupt()
     }
+    note_epoch_done(model, epoch)
     logs <- as.list(res$logs)
     if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
       vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
@@ -150,17 +149,12 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   require_compiled(model)
   check_model_strategy(model)
   check_unsupported(sample_weight = sample_weight)
+  from_dataset <- is_dataset(x)
+  if (from_dataset) check_dataset_call(batch_size, y, "x")
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)
-  if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.")
-  x <- as_sample_array(x, "x")
-  y <- as_sample_array(y, "y")
-  check_inputs(model, x)
-  check_loss_output(model)
-  check_targets(model, y, dim(x)[1])
-  data <- array_source(list(x, y), c("x", "y"), batch_size)
-  nsteps <- steps %||% ceiling(dim(x)[1] / batch_size)
+  c(data, nsteps) %<-% inference_data(model, x, y, batch_size, steps, targets = TRUE)
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   run_evaluation(model, data, steps %||% -1, cbl)
@@ -173,7 +167,8 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
 #'
 #' @inheritParams fit.mirrored_model
 #' @param object A model.
-#' @param x Inputs: an array with samples along the first dimension.
+#' @param x Inputs: an array with samples along the first dimension, or a
+#'   dataset of batches `list(x)` or `list(x, y)` (`y` is ignored).
 #' @param steps Batches to predict (default: all).
 #' @return A matrix with one row per sample (an array for outputs of rank > 1).
 #' @family training functions
@@ -188,14 +183,13 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
                                    steps = NULL, callbacks = NULL) {
   model <- object
   check_model_strategy(model)
+  from_dataset <- !missing(x) && is_dataset(x)
+  if (from_dataset) check_dataset_call(batch_size, NULL, "x")
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)
-  if (missing(x) || is.null(x)) abort_value("{.arg x} is required.")
-  x <- as_sample_array(x, "x")
-  check_inputs(model, x)
-  data <- array_source(list(x), "x", batch_size)
-  nsteps <- steps %||% ceiling(dim(x)[1] / batch_size)
+  c(data, nsteps) %<-% inference_data(model, if (missing(x)) NULL else x, NULL, batch_size, steps,
+                                      targets = FALSE)
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   hooks <- loop_hooks(cbl, "predict")
@@ -204,6 +198,81 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
   if (is.null(out)) signal_interrupt()
   cbl$on_predict_end(list())
   out
+}
+
+# The training batches of fit(): a source, the steps of an epoch, and for
+# arrays the data-order seed (and how to rebuild the source with another one,
+# for a resumed run) plus the samples validation_split held out.
+fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch, validation_split,
+                              call = sys.call(-1)) {
+  if (is_dataset(x)) {
+    if (validation_split > 0) {
+      abort_value("{.arg validation_split} is not supported when {.arg x} is a dataset; give {.arg validation_data}.",
+                  call = call)
+    }
+    source <- dataset_batch_source(model, x, "x", targets = TRUE, continue = !is.null(steps_per_epoch))
+    check_loss_output(model, call = call)
+    return(list(source = source, steps = steps_per_epoch %||% dataset_steps(x, "x", what = "steps_per_epoch"),
+                seed = NULL, held_out = NULL))
+  }
+  if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.", call = call)
+  x <- as_sample_array(x, "x", call = call)
+  y <- as_sample_array(y, "y", call = call)
+  check_inputs(model, x, call = call)
+  check_loss_output(model, call = call)
+  check_targets(model, y, dim(x)[1], call = call)
+  held_out <- NULL
+  if (validation_split > 0) {
+    n <- dim(x)[1]
+    k <- floor(n * (1 - validation_split))
+    if (k < 1 || k >= n) {
+      abort_value("{.arg validation_split} = {validation_split} leaves no samples for training or validation ({n} samples).",
+                  call = call)
+    }
+    held_out <- list(take_rows(x, (k + 1):n), take_rows(y, (k + 1):n))
+    x <- take_rows(x, seq_len(k))
+    y <- take_rows(y, seq_len(k))
+  }
+  remake <- function(seed) array_source(list(x, y), c("x", "y"), batch_size, shuffle = shuffle, seed = seed)
+  seed <- if (shuffle) draw_seed() else 0
+  list(source = remake(seed), steps = steps_per_epoch %||% ceiling(dim(x)[1] / batch_size), seed = seed,
+       remake = remake, held_out = held_out)
+}
+
+# The validation batches: a dataset, or arrays list(x_val, y_val) (given, or
+# held out by validation_split); NULL without validation.
+fit_validation_data <- function(model, validation_data, batch_size, validation_steps, call = sys.call(-1)) {
+  if (is.null(validation_data)) return(NULL)
+  if (is_dataset(validation_data)) {
+    return(dataset_batch_source(model, validation_data, "validation_data", targets = TRUE,
+                                continue = !is.null(validation_steps), call = call))
+  }
+  val <- validation_arrays(model, validation_data, call = call)
+  array_source(list(val$x, val$y), c("validation x", "validation y"), batch_size)
+}
+
+# The batches of evaluate() (targets = TRUE) or predict(): a source and the
+# number of steps for the progress bar.
+inference_data <- function(model, x, y, batch_size, steps, targets, call = sys.call(-1)) {
+  if (is_dataset(x)) {
+    source <- dataset_batch_source(model, x, "x", targets = targets, call = call)
+    if (targets) check_loss_output(model, call = call)
+    return(list(source, steps %||% dataset_steps(x, "x", what = "steps", call = call)))
+  }
+  if (is.null(x) || (targets && is.null(y))) {
+    abort_value(if (targets) "{.arg x} and {.arg y} are required." else "{.arg x} is required.", call = call)
+  }
+  x <- as_sample_array(x, "x", call = call)
+  check_inputs(model, x, call = call)
+  parts <- list(x)
+  if (targets) {
+    check_loss_output(model, call = call)
+    y <- as_sample_array(y, "y", call = call)
+    check_targets(model, y, dim(x)[1], call = call)
+    parts <- list(x, y)
+  }
+  list(array_source(parts, c("x", "y")[seq_along(parts)], batch_size),
+       steps %||% ceiling(dim(x)[1] / batch_size))
 }
 
 run_evaluation <- function(model, data, max_batches, cbl) {
@@ -219,15 +288,17 @@ run_evaluation <- function(model, data, max_batches, cbl) {
 
 # The R functions the C++ loop may call: per-batch callbacks only when a
 # callback defines them, progress only when a progress bar draws.
-loop_hooks <- function(cbl, kind) {
+# `offset`: batches of the epoch skipped before the loop starts (a resumed
+# epoch), so that callbacks and the progress bar see the epoch's numbering.
+loop_hooks <- function(cbl, kind, offset = 0L) {
   begin <- end <- progress <- NULL
   if (kind != "predict" && cbl$wants_batch_events(kind)) {
     on_begin <- cbl[[paste0("on_", kind, "_batch_begin")]]
     on_end <- cbl[[paste0("on_", kind, "_batch_end")]]
-    begin <- function(batch) on_begin(batch + 1, list())
-    end <- function(batch, logs) on_end(batch + 1, as.list(logs))
+    begin <- function(batch) on_begin(batch + 1 + offset, list())
+    end <- function(batch, logs) on_end(batch + 1 + offset, as.list(logs))
   }
-  if (cbl$wants_progress_updates()) progress <- function(done, logs) cbl$update(done, as.list(logs))
+  if (cbl$wants_progress_updates()) progress <- function(done, logs) cbl$update(done + offset, as.list(logs))
   list(begin = begin, end = end, progress = progress)
 }
 
@@ -267,4 +338,67 @@ signal_interrupt <- function() {
                          call = NULL))
   signalCondition(cond)
   invokeRestart("abort")
+}
+
+# ---- datasets as fit()/evaluate()/predict() input ---------------------------
+
+# keras3: a dataset carries its own batches (and targets).
+check_dataset_call <- function(batch_size, y, arg, call = sys.call(-1)) {
+  if (!is.null(batch_size)) {
+    abort_value("{.arg batch_size} can not be specified when {.arg {arg}} is a dataset: batch the dataset with {.fn dataset_batch}.",
+                call = call)
+  }
+  if (!is.null(y)) {
+    abort_value("{.arg y} must be {.code NULL} when {.arg {arg}} is a dataset: the targets come from its elements ({.code list(x, y)}).",
+                call = call)
+  }
+}
+
+# Steps of one pass for the progress bar: NULL when unknown; an infinite
+# dataset needs steps_per_epoch / steps.
+dataset_steps <- function(ds, arg, what, call = sys.call(-1)) {
+  n <- length(ds)
+  if (identical(n, Inf)) {
+    abort_value("{.arg {arg}} is an infinite dataset (a {.fn dataset_repeat} without count): give {.arg {what}}.",
+                call = call)
+  }
+  if (is.na(n)) NULL else n
+}
+
+# The batch source over a dataset. Elements are (x, y) for training and
+# evaluation, (x) or (x, y) for predict (y ignored); checked here when the
+# structure is known before iterating, else by the core on the first batch.
+dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call = sys.call(-1)) {
+  info <- dataset_info(ds)
+  n <- info$components
+  if (!is.na(n)) {
+    if (targets && n != 2) {
+      abort_value("The elements of {.arg {arg}} must be {.code list(x, y)} (features and targets); they have {n} component{?s}.",
+                  call = call)
+    }
+    if (!targets && n > 2) {
+      abort_value("The elements of {.arg {arg}} must be {.code list(x)} or {.code list(x, y)}; they have {n} components.",
+                  call = call)
+    }
+    lead <- vapply(info$shapes, function(s) if (length(s)) s[1] else NA_real_, numeric(1))
+    if (anyNA(lead) || length(unique(lead[lead >= 0])) > 1) {
+      abort_kind("shape", "The elements of {.arg {arg}} are not batches: use {.fn dataset_batch} first.", call = call)
+    }
+  }
+  if (inherits(model, "mirrored_sequential") && is.null(model$graph())) {
+    if (is.na(n)) {
+      abort_value("The model is not built and the element shapes of {.arg {arg}} are only known by iterating: give the model an {.arg input_shape}.",
+                  call = call)
+    }
+    model$build(info$shapes[[1]][-1])
+  }
+  if (!is.na(n)) {
+    want <- model$input_shape
+    got <- info$shapes[[1]][-1]
+    if (all(got >= 0) && !identical(as.integer(prod(got)), as.integer(prod(want)))) {
+      abort_kind("shape", "The features of {.arg {arg}} have shape ({paste(got, collapse = ', ')}); the model expects ({paste(want, collapse = ', ')}).",
+                 call = call)
+    }
+  }
+  with_core(cpp_dataset_source(ds$ptr, continue), call = call)
 }

@@ -123,8 +123,8 @@ check_targets <- function(model, y, n, call = sys.call(-1)) {
 
 # A batch source over R arrays (converted once to row-major float32); the
 # shuffle order of each epoch is keyed by a seed drawn from R's generator.
-array_source <- function(parts, names, batch_size, shuffle = FALSE) {
-  with_core(cpp_array_source(parts, names, batch_size, shuffle, if (shuffle) draw_seed() else 0))
+array_source <- function(parts, names, batch_size, shuffle = FALSE, seed = if (shuffle) draw_seed() else 0) {
+  with_core(cpp_array_source(parts, names, batch_size, shuffle, seed))
 }
 
 # The first n rows of an array (or rows from..to), keeping its other dims.

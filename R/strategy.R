@@ -265,9 +265,11 @@ print.mirrored_cross_device_ops <- function(x, ...) {
 #' `tf$distribute$MirroredStrategy(devices, cross_device_ops)` is
 #' [mirrored_strategy()], so the vignette's line runs unchanged;
 #' `tf$distribute$NcclAllReduce()`, `tf$distribute$HierarchicalCopyAllReduce()`
-#' and `tf$distribute$ReductionToOneDevice()` name the all-reduce to use.
+#' and `tf$distribute$ReductionToOneDevice()` name the all-reduce to use;
+#' `tf$data$AUTOTUNE` is the `buffer_size` that lets [dataset_prefetch()]
+#' choose.
 #'
-#' @format A list with element `distribute`.
+#' @format A list with elements `distribute` and `data`.
 #' @family distribution
 #' @seealso [mirrored_strategy()]
 #' @examples
@@ -282,4 +284,4 @@ tf <- list(distribute = list(
     new_cross_device_ops("reduce_to_one_device")
   },
   get_strategy = function() get_strategy()
-))
+), data = list(AUTOTUNE = -1L))

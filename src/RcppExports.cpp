@@ -61,6 +61,238 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_dataset_from_tensors
+SEXP cpp_dataset_from_tensors(Rcpp::List tensors, bool slices);
+RcppExport SEXP _mirrored_cpp_dataset_from_tensors(SEXP tensorsSEXP, SEXP slicesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type tensors(tensorsSEXP);
+    Rcpp::traits::input_parameter< bool >::type slices(slicesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_from_tensors(tensors, slices));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_batch
+SEXP cpp_dataset_batch(SEXP ds, double batch_size, bool drop_remainder);
+RcppExport SEXP _mirrored_cpp_dataset_batch(SEXP dsSEXP, SEXP batch_sizeSEXP, SEXP drop_remainderSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< bool >::type drop_remainder(drop_remainderSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_batch(ds, batch_size, drop_remainder));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_shuffle
+SEXP cpp_dataset_shuffle(SEXP ds, double buffer_size, double seed, bool reshuffle);
+RcppExport SEXP _mirrored_cpp_dataset_shuffle(SEXP dsSEXP, SEXP buffer_sizeSEXP, SEXP seedSEXP, SEXP reshuffleSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type buffer_size(buffer_sizeSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< bool >::type reshuffle(reshuffleSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_shuffle(ds, buffer_size, seed, reshuffle));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_repeat
+SEXP cpp_dataset_repeat(SEXP ds, double count);
+RcppExport SEXP _mirrored_cpp_dataset_repeat(SEXP dsSEXP, SEXP countSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type count(countSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_repeat(ds, count));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_take
+SEXP cpp_dataset_take(SEXP ds, double count);
+RcppExport SEXP _mirrored_cpp_dataset_take(SEXP dsSEXP, SEXP countSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type count(countSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_take(ds, count));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_skip
+SEXP cpp_dataset_skip(SEXP ds, double count);
+RcppExport SEXP _mirrored_cpp_dataset_skip(SEXP dsSEXP, SEXP countSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type count(countSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_skip(ds, count));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_cache
+SEXP cpp_dataset_cache(SEXP ds, std::string filename);
+RcppExport SEXP _mirrored_cpp_dataset_cache(SEXP dsSEXP, SEXP filenameSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type filename(filenameSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_cache(ds, filename));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_prefetch
+SEXP cpp_dataset_prefetch(SEXP ds, double buffer_size);
+RcppExport SEXP _mirrored_cpp_dataset_prefetch(SEXP dsSEXP, SEXP buffer_sizeSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type buffer_size(buffer_sizeSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_prefetch(ds, buffer_size));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_map_r
+SEXP cpp_dataset_map_r(SEXP ds, Rcpp::Function fn, std::string label);
+RcppExport SEXP _mirrored_cpp_dataset_map_r(SEXP dsSEXP, SEXP fnSEXP, SEXP labelSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type fn(fnSEXP);
+    Rcpp::traits::input_parameter< std::string >::type label(labelSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_map_r(ds, fn, label));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_cast
+SEXP cpp_dataset_cast(SEXP ds, Rcpp::IntegerVector components, std::string dtype);
+RcppExport SEXP _mirrored_cpp_dataset_cast(SEXP dsSEXP, SEXP componentsSEXP, SEXP dtypeSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type components(componentsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type dtype(dtypeSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_cast(ds, components, dtype));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_affine
+SEXP cpp_dataset_affine(SEXP ds, Rcpp::IntegerVector components, Rcpp::NumericVector scale, Rcpp::NumericVector offset, std::string name);
+RcppExport SEXP _mirrored_cpp_dataset_affine(SEXP dsSEXP, SEXP componentsSEXP, SEXP scaleSEXP, SEXP offsetSEXP, SEXP nameSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type components(componentsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type scale(scaleSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< std::string >::type name(nameSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_affine(ds, components, scale, offset, name));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_one_hot
+SEXP cpp_dataset_one_hot(SEXP ds, Rcpp::IntegerVector components, double num_classes);
+RcppExport SEXP _mirrored_cpp_dataset_one_hot(SEXP dsSEXP, SEXP componentsSEXP, SEXP num_classesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type components(componentsSEXP);
+    Rcpp::traits::input_parameter< double >::type num_classes(num_classesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_one_hot(ds, components, num_classes));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_delay
+SEXP cpp_dataset_delay(SEXP ds, double seconds);
+RcppExport SEXP _mirrored_cpp_dataset_delay(SEXP dsSEXP, SEXP secondsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type seconds(secondsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_delay(ds, seconds));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_info
+Rcpp::List cpp_dataset_info(SEXP ds);
+RcppExport SEXP _mirrored_cpp_dataset_info(SEXP dsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_info(ds));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_iterator
+SEXP cpp_dataset_iterator(SEXP ds);
+RcppExport SEXP _mirrored_cpp_dataset_iterator(SEXP dsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_iterator(ds));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_iterator_next
+SEXP cpp_iterator_next(SEXP it);
+RcppExport SEXP _mirrored_cpp_iterator_next(SEXP itSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type it(itSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_iterator_next(it));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_iterator_release
+void cpp_iterator_release(SEXP it);
+RcppExport SEXP _mirrored_cpp_iterator_release(SEXP itSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type it(itSEXP);
+    cpp_iterator_release(it);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_dataset_source
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes);
+RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< bool >::type continue_passes(continue_passesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_drain
+Rcpp::NumericVector cpp_dataset_drain(SEXP ds, double step_seconds);
+RcppExport SEXP _mirrored_cpp_dataset_drain(SEXP dsSEXP, SEXP step_secondsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type step_seconds(step_secondsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_drain(ds, step_seconds));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_read_idx
 SEXP cpp_read_idx(std::string path);
 RcppExport SEXP _mirrored_cpp_read_idx(SEXP pathSEXP) {
@@ -182,6 +414,181 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// cpp_read_npz
+Rcpp::List cpp_read_npz(std::string path);
+RcppExport SEXP _mirrored_cpp_read_npz(SEXP pathSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_read_npz(path));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_sha256_file
+std::string cpp_sha256_file(std::string path);
+RcppExport SEXP _mirrored_cpp_sha256_file(SEXP pathSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_sha256_file(path));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_json_parse
+SEXP cpp_json_parse(std::string text, std::string what);
+RcppExport SEXP _mirrored_cpp_json_parse(SEXP textSEXP, SEXP whatSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type text(textSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_json_parse(text, what));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_json_serialize
+std::string cpp_json_serialize(SEXP x);
+RcppExport SEXP _mirrored_cpp_json_serialize(SEXP xSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_json_serialize(x));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_write_file_atomic
+void cpp_write_file_atomic(std::string path, Rcpp::RawVector bytes, int chunk_delay_ms);
+RcppExport SEXP _mirrored_cpp_write_file_atomic(SEXP pathSEXP, SEXP bytesSEXP, SEXP chunk_delay_msSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    Rcpp::traits::input_parameter< Rcpp::RawVector >::type bytes(bytesSEXP);
+    Rcpp::traits::input_parameter< int >::type chunk_delay_ms(chunk_delay_msSEXP);
+    cpp_write_file_atomic(path, bytes, chunk_delay_ms);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_read_file
+Rcpp::RawVector cpp_read_file(std::string path, double max_bytes);
+RcppExport SEXP _mirrored_cpp_read_file(SEXP pathSEXP, SEXP max_bytesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    Rcpp::traits::input_parameter< double >::type max_bytes(max_bytesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_read_file(path, max_bytes));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_is_temp_name
+bool cpp_is_temp_name(std::string name);
+RcppExport SEXP _mirrored_cpp_is_temp_name(SEXP nameSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type name(nameSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_is_temp_name(name));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_zip_write
+Rcpp::RawVector cpp_zip_write(Rcpp::CharacterVector names, Rcpp::List data, Rcpp::NumericVector times, std::string what);
+RcppExport SEXP _mirrored_cpp_zip_write(SEXP namesSEXP, SEXP dataSEXP, SEXP timesSEXP, SEXP whatSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type names(namesSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type data(dataSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type times(timesSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_zip_write(names, data, times, what));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_zip_names
+Rcpp::CharacterVector cpp_zip_names(Rcpp::RawVector archive, std::string what);
+RcppExport SEXP _mirrored_cpp_zip_names(SEXP archiveSEXP, SEXP whatSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::RawVector >::type archive(archiveSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_zip_names(archive, what));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_zip_read
+Rcpp::List cpp_zip_read(Rcpp::RawVector archive, std::string what, Rcpp::CharacterVector members);
+RcppExport SEXP _mirrored_cpp_zip_read(SEXP archiveSEXP, SEXP whatSEXP, SEXP membersSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::RawVector >::type archive(archiveSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type members(membersSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_zip_read(archive, what, members));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_weights_write
+Rcpp::RawVector cpp_weights_write(SEXP model, Rcpp::List layout, Rcpp::CharacterVector attr_names, Rcpp::CharacterVector attr_values, std::string what);
+RcppExport SEXP _mirrored_cpp_weights_write(SEXP modelSEXP, SEXP layoutSEXP, SEXP attr_namesSEXP, SEXP attr_valuesSEXP, SEXP whatSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type layout(layoutSEXP);
+    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type attr_names(attr_namesSEXP);
+    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type attr_values(attr_valuesSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_weights_write(model, layout, attr_names, attr_values, what));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_weights_read
+Rcpp::List cpp_weights_read(SEXP model, Rcpp::List layout, Rcpp::RawVector image, std::string what, bool load_optimizer);
+RcppExport SEXP _mirrored_cpp_weights_read(SEXP modelSEXP, SEXP layoutSEXP, SEXP imageSEXP, SEXP whatSEXP, SEXP load_optimizerSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type layout(layoutSEXP);
+    Rcpp::traits::input_parameter< Rcpp::RawVector >::type image(imageSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    Rcpp::traits::input_parameter< bool >::type load_optimizer(load_optimizerSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_weights_read(model, layout, image, what, load_optimizer));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_weights_root_attr
+SEXP cpp_weights_root_attr(Rcpp::RawVector image, std::string what, std::string name);
+RcppExport SEXP _mirrored_cpp_weights_root_attr(SEXP imageSEXP, SEXP whatSEXP, SEXP nameSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::RawVector >::type image(imageSEXP);
+    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
+    Rcpp::traits::input_parameter< std::string >::type name(nameSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_weights_root_attr(image, what, name));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_skip_source
+SEXP cpp_skip_source(SEXP source, double epoch, double skip);
+RcppExport SEXP _mirrored_cpp_skip_source(SEXP sourceSEXP, SEXP epochSEXP, SEXP skipSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
+    Rcpp::traits::input_parameter< double >::type epoch(epochSEXP);
+    Rcpp::traits::input_parameter< double >::type skip(skipSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_skip_source(source, epoch, skip));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_array_source
 SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
 RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
@@ -254,6 +661,25 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_cuda_device_count", (DL_FUNC) &_mirrored_cpp_cuda_device_count, 0},
     {"_mirrored_cpp_cuda_devices", (DL_FUNC) &_mirrored_cpp_cuda_devices, 0},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
+    {"_mirrored_cpp_dataset_from_tensors", (DL_FUNC) &_mirrored_cpp_dataset_from_tensors, 2},
+    {"_mirrored_cpp_dataset_batch", (DL_FUNC) &_mirrored_cpp_dataset_batch, 3},
+    {"_mirrored_cpp_dataset_shuffle", (DL_FUNC) &_mirrored_cpp_dataset_shuffle, 4},
+    {"_mirrored_cpp_dataset_repeat", (DL_FUNC) &_mirrored_cpp_dataset_repeat, 2},
+    {"_mirrored_cpp_dataset_take", (DL_FUNC) &_mirrored_cpp_dataset_take, 2},
+    {"_mirrored_cpp_dataset_skip", (DL_FUNC) &_mirrored_cpp_dataset_skip, 2},
+    {"_mirrored_cpp_dataset_cache", (DL_FUNC) &_mirrored_cpp_dataset_cache, 2},
+    {"_mirrored_cpp_dataset_prefetch", (DL_FUNC) &_mirrored_cpp_dataset_prefetch, 2},
+    {"_mirrored_cpp_dataset_map_r", (DL_FUNC) &_mirrored_cpp_dataset_map_r, 3},
+    {"_mirrored_cpp_dataset_cast", (DL_FUNC) &_mirrored_cpp_dataset_cast, 3},
+    {"_mirrored_cpp_dataset_affine", (DL_FUNC) &_mirrored_cpp_dataset_affine, 5},
+    {"_mirrored_cpp_dataset_one_hot", (DL_FUNC) &_mirrored_cpp_dataset_one_hot, 3},
+    {"_mirrored_cpp_dataset_delay", (DL_FUNC) &_mirrored_cpp_dataset_delay, 2},
+    {"_mirrored_cpp_dataset_info", (DL_FUNC) &_mirrored_cpp_dataset_info, 1},
+    {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
+    {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},
+    {"_mirrored_cpp_iterator_release", (DL_FUNC) &_mirrored_cpp_iterator_release, 1},
+    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 2},
+    {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 6},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
@@ -264,6 +690,20 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
+    {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
+    {"_mirrored_cpp_sha256_file", (DL_FUNC) &_mirrored_cpp_sha256_file, 1},
+    {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
+    {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
+    {"_mirrored_cpp_write_file_atomic", (DL_FUNC) &_mirrored_cpp_write_file_atomic, 3},
+    {"_mirrored_cpp_read_file", (DL_FUNC) &_mirrored_cpp_read_file, 2},
+    {"_mirrored_cpp_is_temp_name", (DL_FUNC) &_mirrored_cpp_is_temp_name, 1},
+    {"_mirrored_cpp_zip_write", (DL_FUNC) &_mirrored_cpp_zip_write, 4},
+    {"_mirrored_cpp_zip_names", (DL_FUNC) &_mirrored_cpp_zip_names, 2},
+    {"_mirrored_cpp_zip_read", (DL_FUNC) &_mirrored_cpp_zip_read, 3},
+    {"_mirrored_cpp_weights_write", (DL_FUNC) &_mirrored_cpp_weights_write, 5},
+    {"_mirrored_cpp_weights_read", (DL_FUNC) &_mirrored_cpp_weights_read, 5},
+    {"_mirrored_cpp_weights_root_attr", (DL_FUNC) &_mirrored_cpp_weights_root_attr, 3},
+    {"_mirrored_cpp_skip_source", (DL_FUNC) &_mirrored_cpp_skip_source, 3},
     {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},

@@ -25,9 +25,14 @@ void check_interrupt_fn(void*) { R_CheckUserInterrupt(); }
 // made R jump, which we turn into a clean stop at the step boundary.
 class RHooks final : public mr::LoopHooks {
  public:
-  RHooks(SEXP batch_begin, SEXP batch_end, SEXP progress, double interval, Rcpp::CharacterVector names)
-      : batch_begin_(batch_begin), batch_end_(batch_end), progress_(progress), interval_(interval),
-        names_(names), last_poll_(std::chrono::steady_clock::now()) {}
+  RHooks(SEXP batch_begin, SEXP batch_end, SEXP progress, double interval,
+         Rcpp::CharacterVector names)
+      : batch_begin_(batch_begin),
+        batch_end_(batch_end),
+        progress_(progress),
+        interval_(interval),
+        names_(names),
+        last_poll_(std::chrono::steady_clock::now()) {}
 
   bool batch_events() const override { return !Rf_isNull(batch_begin_) || !Rf_isNull(batch_end_); }
   void on_batch_begin(int64_t batch) override {
@@ -67,7 +72,8 @@ class RHooks final : public mr::LoopHooks {
 Rcpp::List result_list(const mr::LoopResult& r, const std::vector<std::string>& names) {
   Rcpp::NumericVector logs(r.logs.begin(), r.logs.end());
   if (logs.size() == static_cast<R_xlen_t>(names.size())) logs.attr("names") = Rcpp::wrap(names);
-  return Rcpp::List::create(Rcpp::Named("logs") = logs, Rcpp::Named("batches") = static_cast<double>(r.batches),
+  return Rcpp::List::create(Rcpp::Named("logs") = logs,
+                            Rcpp::Named("batches") = static_cast<double>(r.batches),
                             Rcpp::Named("interrupted") = r.interrupted);
 }
 
@@ -97,14 +103,16 @@ SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch
       data->widths.push_back(rows == 0 ? 0 : static_cast<int64_t>(Rf_xlength(x)) / rows);
       data->parts.push_back(mr_glue::to_row_major(x, name));
     }
-    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(std::make_shared<mr::ArraySource>(
-        std::move(data), static_cast<int64_t>(batch_size), shuffle, static_cast<uint64_t>(seed)));
+    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(
+        std::make_shared<mr::ArraySource>(std::move(data), static_cast<int64_t>(batch_size),
+                                          shuffle, static_cast<uint64_t>(seed)));
     return SourcePtr(source.release(), true);
   });
 }
 
 // [[Rcpp::export]]
-Rcpp::List cpp_fit_epoch(SEXP model, SEXP source, double epoch, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress,
+Rcpp::List cpp_fit_epoch(SEXP model, SEXP source, double epoch, double max_batches,
+                         SEXP batch_begin, SEXP batch_end, SEXP progress,
                          double progress_interval) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(model);
@@ -123,7 +131,8 @@ Rcpp::List cpp_evaluate(SEXP model, SEXP source, double max_batches, SEXP batch_
     Rcpp::XPtr<mr::Model> m(model);
     const auto names = m->metric_names();
     RHooks hooks(batch_begin, batch_end, progress, progress_interval, Rcpp::wrap(names));
-    return result_list(mr::evaluate(*m, source_of(source), static_cast<int64_t>(max_batches), hooks), names);
+    return result_list(
+        mr::evaluate(*m, source_of(source), static_cast<int64_t>(max_batches), hooks), names);
   });
 }
 
@@ -135,7 +144,8 @@ SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress,
     Rcpp::XPtr<mr::Model> m(model);
     RHooks hooks(R_NilValue, R_NilValue, progress, progress_interval, Rcpp::CharacterVector());
     std::vector<float> out;
-    const mr::LoopResult r = mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, out);
+    const mr::LoopResult r =
+        mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, out);
     if (r.interrupted) return R_NilValue;
     const int64_t width = m->output_width(0);
     const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;

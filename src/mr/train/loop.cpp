@@ -13,7 +13,8 @@ using Clock = std::chrono::steady_clock;
 // Throttles progress reports to hooks.progress_interval().
 class Progress {
  public:
-  explicit Progress(const LoopHooks& hooks) : interval_(hooks.progress_interval()), last_(Clock::now()) {}
+  explicit Progress(const LoopHooks& hooks)
+      : interval_(hooks.progress_interval()), last_(Clock::now()) {}
   bool due(bool last_batch) {
     if (interval_ <= 0.0) return false;
     const auto now = Clock::now();
@@ -55,7 +56,8 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
     const bool last = !have_next;
     if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
     // The first batch always reports: Keras times steps from the end of step 1.
-    if (progress.due(last || res.batches == 1)) hooks.on_progress(res.batches, model.read_metrics());
+    if (progress.due(last || res.batches == 1))
+      hooks.on_progress(res.batches, model.read_metrics());
     if (!last && hooks.interrupted()) {
       res.interrupted = true;
       break;

@@ -5,9 +5,8 @@
 #include <functional>
 #include <thread>
 
-#include "dist/comm_threads.h"
-
 #include "core/error.h"
+#include "dist/comm_threads.h"
 #include "dist/worker.h"
 #include "nn/executor.h"
 
@@ -33,14 +32,15 @@ struct Model::Replica {
   double* a() { return static_cast<double*>(acc.get()); }
 };
 
-Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica,
-             double collective_timeout)
+Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
+             int threads_per_replica, double collective_timeout)
     : graph_(std::move(graph)), devices_(std::move(devices)) {
   MR_CHECK(graph_ != nullptr, internal, "no graph");
   MR_CHECK(!devices_.empty(), value, "a model needs at least one device");
   for (size_t i = 0; i < devices_.size(); ++i)
     for (size_t j = 0; j < i; ++j)
-      MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(), " is listed twice");
+      MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(),
+               " is listed twice");
   comm_ = make_communicator(devices_, collective_timeout);
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
   for (size_t i = 0; i < devices_.size(); ++i) {
@@ -165,7 +165,8 @@ void Model::set_learning_rate(double lr) {
 }
 
 std::vector<float> Model::get_slot(int k, int rank) const {
-  MR_CHECK(compiled_ && k >= 0 && k < slot_count(config_.optimizer), value, "no optimizer slot ", k);
+  MR_CHECK(compiled_ && k >= 0 && k < slot_count(config_.optimizer), value, "no optimizer slot ",
+           k);
   Replica& r = *replicas_.at(static_cast<size_t>(rank));
   std::vector<float> flat(static_cast<size_t>(graph_->param_floats()));
   r.be->download(flat.data(), r.slots[static_cast<size_t>(k)].get(), flat.size() * sizeof(float));
@@ -173,10 +174,13 @@ std::vector<float> Model::get_slot(int k, int rank) const {
 }
 
 void Model::set_slot(int k, const std::vector<float>& flat) {
-  MR_CHECK(compiled_ && k >= 0 && k < slot_count(config_.optimizer), value, "no optimizer slot ", k);
-  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_->param_floats(), shape, "slot size mismatch");
+  MR_CHECK(compiled_ && k >= 0 && k < slot_count(config_.optimizer), value, "no optimizer slot ",
+           k);
+  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_->param_floats(), shape,
+           "slot size mismatch");
   Replica& first = *replicas_.front();
-  first.be->upload(first.slots[static_cast<size_t>(k)].get(), flat.data(), flat.size() * sizeof(float));
+  first.be->upload(first.slots[static_cast<size_t>(k)].get(), flat.data(),
+                   flat.size() * sizeof(float));
   if (replicas() > 1) broadcast_from_first(true);
 }
 
@@ -194,12 +198,14 @@ int64_t Model::output_width(int k) const {
 
 void Model::check_batch(const HostBatch& batch, bool targets) const {
   const size_t n_in = graph_->inputs().size();
-  MR_CHECK(batch.parts.size() >= n_in + (targets ? 1 : 0), value, "the batch has ", batch.parts.size(),
-           " components; the model needs ", n_in, " input(s)", targets ? " and the targets" : "");
+  MR_CHECK(batch.parts.size() >= n_in + (targets ? 1 : 0), value, "the batch has ",
+           batch.parts.size(), " components; the model needs ", n_in, " input(s)",
+           targets ? " and the targets" : "");
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = graph_->out_shape(graph_->inputs()[k]);
-    MR_CHECK(batch.parts[k].width == s.numel(), shape, "input ", k + 1, " has ", batch.parts[k].width,
-             " values per sample; the model expects shape ", s.str_with_batch());
+    MR_CHECK(batch.parts[k].width == s.numel(), shape, "input ", k + 1, " has ",
+             batch.parts[k].width, " values per sample; the model expects shape ",
+             s.str_with_batch());
   }
   if (targets) {
     const int64_t want = target_width(config_.loss.kind, output_width(0));
@@ -224,7 +230,8 @@ void Model::stage(Replica& r, const HostBatch& batch, int64_t begin, int64_t cou
       r.targets = r.be->allocate(static_cast<size_t>(need) * sizeof(float));
       r.target_capacity = need;
     }
-    r.be->upload(r.targets.get(), c.data + begin * c.width, static_cast<size_t>(count * c.width) * sizeof(float));
+    r.be->upload(r.targets.get(), c.data + begin * c.width,
+                 static_cast<size_t>(count * c.width) * sizeof(float));
   }
 }
 
@@ -258,7 +265,8 @@ void Model::start_train_step(const HostBatch& batch) {
     const float* out = r.exec->output(0);
     const auto* tgt = static_cast<const float*>(r.targets.get());
     if (count > 0) {
-      be.loss(config_.loss.kind, config_.loss.from_logits, count, out_cols, out, tgt, scale, dout, r.a());
+      be.loss(config_.loss.kind, config_.loss.from_logits, count, out_cols, out, tgt, scale, dout,
+              r.a());
       for (size_t m = 0; m < config_.metrics.size(); ++m)
         be.metric(config_.metrics[m].kind, config_.metrics[m].threshold, count, out_cols, out, tgt,
                   r.a() + 1 + 2 * m);
@@ -291,7 +299,8 @@ void Model::start_eval_step(const HostBatch& batch) {
     r.exec->forward(count, begin, 0, false, r.p());
     const float* out = r.exec->output(0);
     const auto* tgt = static_cast<const float*>(r.targets.get());
-    r.be->loss(config_.loss.kind, config_.loss.from_logits, count, out_cols, out, tgt, 0.0f, nullptr, r.a());
+    r.be->loss(config_.loss.kind, config_.loss.from_logits, count, out_cols, out, tgt, 0.0f,
+               nullptr, r.a());
     for (size_t m = 0; m < config_.metrics.size(); ++m)
       r.be->metric(config_.metrics[m].kind, config_.metrics[m].threshold, count, out_cols, out, tgt,
                    r.a() + 1 + 2 * m);
@@ -322,7 +331,8 @@ void Model::predict_step(const HostBatch& batch, int k, float* out) {
     if (count == 0) return;
     stage(r, batch, begin, count, false);
     r.exec->forward(count, begin, 0, false, r.p());
-    r.be->download(out + begin * width, r.exec->output(k), static_cast<size_t>(count * width) * sizeof(float));
+    r.be->download(out + begin * width, r.exec->output(k),
+                   static_cast<size_t>(count * width) * sizeof(float));
   });
 }
 
@@ -337,7 +347,8 @@ void Model::reset_metrics() {
   samples_seen_ = 0;
   if (!compiled_) return;
   const std::vector<double> zeros(1 + 2 * config_.metrics.size(), 0.0);
-  for (auto& r : replicas_) r->be->upload(r->acc.get(), zeros.data(), zeros.size() * sizeof(double));
+  for (auto& r : replicas_)
+    r->be->upload(r->acc.get(), zeros.data(), zeros.size() * sizeof(double));
 }
 
 std::vector<double> Model::read_metrics() const {

@@ -36,8 +36,8 @@ class Model {
  public:
   // threads_per_replica: CPU threads of each replica's backend;
   // collective_timeout: seconds a replica waits for its peers in a collective.
-  Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices, int threads_per_replica,
-        double collective_timeout = 300.0);
+  Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
+        int threads_per_replica, double collective_timeout = 300.0);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;

@@ -1,0 +1,408 @@
+# Keras 3 configs: what `config.json` of a .keras archive holds, written
+# exactly as Keras 3 writes it (module, class_name, config, registered_name,
+# build_config, compile_config) for Functional and Sequential models of the
+# layers mirrored has, and read back into mirrored models. Reading never
+# evaluates anything from the file: class names are looked up in fixed
+# tables (or in `custom_objects`, R functions the caller supplies).
+#
+# JSON conventions (see src/r_saving.cpp): named list = object, unnamed list
+# = array, length-1 atomic = scalar, NULL = null; integers are written as
+# integer literals and doubles as Python floats, so counts must be integers.
+
+keras_version_written <- "3.15.1"
+
+dtype_policy_config <- function() {
+  list(module = "keras", class_name = "DTypePolicy", config = list(name = "float32"),
+       registered_name = NULL)
+}
+
+# [null, d1, d2, ...] for a per-sample shape.
+batch_shape_json <- function(shape) c(list(NULL), as.list(as.integer(shape)))
+
+# Python's keras.src.utils.naming.to_snake_case.
+to_snake_case <- function(name) {
+  s <- gsub("(.)([A-Z][a-z]+)", "\\1_\\2", name, perl = TRUE)
+  s <- gsub("([a-z])([A-Z])", "\\1_\\2", s, perl = TRUE)
+  tolower(s)
+}
+
+# ---- writing ------------------------------------------------------------------
+
+initializer_config <- function(init) {
+  cfg <- switch(init$name,
+    glorot_uniform = , he_normal = list(seed = seed_json(init$seed), input_axes = NULL, output_axes = NULL),
+    random_normal = list(seed = seed_json(init$seed), mean = as.numeric(init$a), stddev = as.numeric(init$b)),
+    stats::setNames(list(), character())
+  )
+  list(module = "keras.initializers", class_name = init$class_name, config = cfg, registered_name = NULL)
+}
+
+seed_json <- function(seed) if (is.null(seed)) NULL else as.integer(seed)
+
+# The `config` of one layer, as Keras' get_config() gives it.
+layer_keras_config <- function(layer) {
+  cfg <- layer$config
+  base <- list(name = layer$name, trainable = TRUE, dtype = dtype_policy_config())
+  switch(layer$class_name,
+    InputLayer = list(batch_shape = batch_shape_json(cfg$shape), dtype = "float32", sparse = FALSE,
+                      ragged = FALSE, name = layer$name, optional = FALSE),
+    Dense = c(base, list(units = as.integer(cfg$units), activation = cfg$activation,
+                         use_bias = isTRUE(cfg$use_bias),
+                         kernel_initializer = initializer_config(cfg$kernel_initializer),
+                         bias_initializer = initializer_config(cfg$bias_initializer),
+                         kernel_regularizer = NULL, bias_regularizer = NULL, kernel_constraint = NULL,
+                         bias_constraint = NULL, quantization_config = NULL)),
+    Dropout = c(base, list(rate = as.numeric(cfg$rate), seed = seed_json(cfg$seed), noise_shape = NULL)),
+    Activation = c(base, list(activation = cfg$activation)),
+    Flatten = c(base, list(data_format = "channels_last")),
+    abort_value("Layer class {.val {layer$class_name}} cannot be saved.")
+  )
+}
+
+# A serialized layer (the entry in the model's "layers" list).
+layer_entry <- function(layer, input_shape, functional, history = NULL) {
+  e <- list(module = "keras.layers", class_name = layer$class_name, config = layer_keras_config(layer),
+            registered_name = NULL)
+  if (layer$class_name != "InputLayer") e$build_config <- list(input_shape = batch_shape_json(input_shape))
+  if (functional) {
+    e$name <- layer$name
+    e$inbound_nodes <- if (is.null(history)) list() else {
+      list(list(args = lapply(history, function(h) {
+        list(class_name = "__keras_tensor__",
+             config = list(shape = batch_shape_json(h$shape), dtype = "float32",
+                           keras_history = list(h$name, 0L, 0L)))
+      }), kwargs = stats::setNames(list(), character())))
+    }
+  }
+  e
+}
+
+optimizer_keras_config <- function(opt) {
+  c <- opt$config
+  wd <- c$weight_decay %||% 0
+  cfg <- list(name = opt$name, learning_rate = as_float32(opt$learning_rate),
+              weight_decay = if (c$kind == "adamw" || wd != 0) as.numeric(wd) else NULL,
+              clipnorm = NULL, global_clipnorm = NULL, clipvalue = NULL, use_ema = FALSE,
+              ema_momentum = 0.99, ema_overwrite_frequency = NULL, loss_scale_factor = NULL,
+              gradient_accumulation_steps = NULL)
+  cfg <- c(cfg, switch(c$kind,
+    adam = , adamw = list(beta_1 = c$beta_1, beta_2 = c$beta_2, epsilon = c$epsilon, amsgrad = c$amsgrad),
+    sgd = list(momentum = c$momentum, nesterov = c$nesterov),
+    rmsprop = list(rho = c$rho, momentum = c$momentum, epsilon = c$epsilon, centered = c$centered)
+  ))
+  list(module = "keras.optimizers", class_name = opt$class_name, config = cfg, registered_name = NULL)
+}
+
+loss_keras_config <- function(loss) {
+  if (!is.null(loss$string)) return(loss$string)
+  cfg <- list(name = loss$name, reduction = loss$reduction)
+  cfg <- c(cfg, switch(loss$kind,
+    sparse_categorical_crossentropy = list(from_logits = loss$from_logits, ignore_class = NULL),
+    categorical_crossentropy = , binary_crossentropy =
+      list(from_logits = loss$from_logits, label_smoothing = 0, axis = -1L),
+    list()
+  ))
+  list(module = "keras.losses", class_name = loss$class_name, config = cfg, registered_name = NULL)
+}
+
+metric_keras_config <- function(m) {
+  if (m$name %in% c("accuracy", "acc")) return(m$name)
+  cfg <- list(name = m$name, dtype = "float32")
+  if (m$kind == "binary_accuracy") cfg$threshold <- as.numeric(m$threshold)
+  list(module = "keras.metrics", class_name = m$class_name, config = cfg, registered_name = NULL)
+}
+
+compile_keras_config <- function(model) {
+  metrics <- if (length(model$compiled_metrics)) lapply(model$compiled_metrics, metric_keras_config)
+  list(optimizer = optimizer_keras_config(model$optimizer), loss = loss_keras_config(model$loss),
+       loss_weights = NULL, metrics = metrics, weighted_metrics = NULL, run_eagerly = FALSE,
+       steps_per_execution = 1L, jit_compile = FALSE)
+}
+
+# The inner config of a model (what get_config() returns).
+model_inner_config <- function(model) {
+  g <- model$graph()
+  if (inherits(model, "mirrored_sequential")) {
+    layers <- model$layers
+    cfg <- list(name = model$name, trainable = TRUE, dtype = dtype_policy_config())
+    if (is.null(g)) {
+      cfg$layers <- lapply(layers, function(l) {
+        e <- list(module = "keras.layers", class_name = l$class_name, config = layer_keras_config(l),
+                  registered_name = NULL)
+        e
+      })
+      return(cfg)
+    }
+    nodes <- g$nodes
+    entries <- list(layer_entry(nodes[[1]]$layer, NULL, FALSE))
+    for (k in seq_along(nodes)[-1]) {
+      entries[[k]] <- layer_entry(nodes[[k]]$layer, nodes[[nodes[[k]]$inputs[1] + 1]]$shape, FALSE)
+    }
+    cfg$layers <- entries
+    cfg$build_input_shape <- batch_shape_json(nodes[[1]]$shape)
+    return(cfg)
+  }
+  nodes <- g$nodes
+  entries <- lapply(nodes, function(n) {
+    hist <- lapply(n$inputs, function(i) list(name = nodes[[i + 1]]$layer$name, shape = nodes[[i + 1]]$shape))
+    in_shape <- if (length(n$inputs)) nodes[[n$inputs[1] + 1]]$shape
+    layer_entry(n$layer, in_shape, TRUE, if (length(hist)) hist)
+  })
+  triple <- function(idx) {
+    t <- lapply(idx, function(i) list(nodes[[i + 1]]$layer$name, 0L, 0L))
+    if (length(t) == 1) t[[1]] else t
+  }
+  list(name = model$name, trainable = TRUE, layers = entries, input_layers = triple(g$inputs),
+       output_layers = triple(g$outputs))
+}
+
+# The full serialized model (config.json).
+model_keras_config <- function(model) {
+  inner <- model_inner_config(model)
+  seq <- inherits(model, "mirrored_sequential")
+  out <- list(module = if (seq) "keras" else "keras.src.models.functional",
+              class_name = if (seq) "Sequential" else "Functional", config = inner,
+              registered_name = if (seq) NULL else "Functional")
+  out["registered_name"] <- list(if (seq) NULL else "Functional")
+  out$build_config <- if (seq) {
+    if (!is.null(inner$build_input_shape)) list(input_shape = inner$build_input_shape)
+  } else {
+    list(input_shape = NULL)
+  }
+  if (!is.null(model$optimizer)) out$compile_config <- compile_keras_config(model)
+  out
+}
+
+# ---- reading ------------------------------------------------------------------
+
+# Raised for anything in a file mirrored cannot rebuild.
+abort_config <- function(what, message, ..., .envir = parent.frame()) {
+  abort_kind("io", c(paste0("{what}: ", message)), ..., call = NULL, .envir = .envir)
+}
+
+cfg_get <- function(cfg, key, default = NULL) {
+  if (is.list(cfg) && key %in% names(cfg)) cfg[[key]] else default
+}
+
+check_null_options <- function(cfg, keys, cls, what) {
+  for (k in keys) {
+    if (!is.null(cfg_get(cfg, k))) {
+      abort_config(what, "{.val {cls}} option {.field {k}} is not supported by mirrored (it must be null).")
+    }
+  }
+}
+
+initializer_from_keras <- function(x, what) {
+  if (is.null(x)) return(NULL)
+  if (is.character(x)) return(as_initializer(to_snake_case(x), "initializer"))
+  cls <- cfg_get(x, "class_name", "")
+  cfg <- cfg_get(x, "config", list())
+  seed <- cfg_get(cfg, "seed")
+  switch(cls,
+    GlorotUniform = initializer_glorot_uniform(seed),
+    HeNormal = initializer_he_normal(seed),
+    Zeros = initializer_zeros(),
+    Ones = initializer_ones(),
+    RandomNormal = initializer_random_normal(cfg_get(cfg, "mean", 0), cfg_get(cfg, "stddev", 0.05), seed),
+    abort_config(what, "initializer class {.val {cls}} is not supported by mirrored.")
+  )
+}
+
+check_layer_dtype <- function(cfg, what) {
+  d <- cfg_get(cfg, "dtype")
+  name <- if (is.list(d)) cfg_get(cfg_get(d, "config"), "name") else d
+  if (!is.null(name) && !identical(name, "float32")) {
+    abort_config(what, "layer {.val {cfg$name}} has dtype {.val {name}}; mirrored supports float32 only.")
+  }
+  if (identical(cfg_get(cfg, "trainable"), FALSE)) {
+    abort_config(what, "layer {.val {cfg$name}} is not trainable; mirrored does not support frozen layers yet.")
+  }
+}
+
+activation_from_keras <- function(a, what) {
+  if (is.null(a)) return("linear")
+  if (!is.character(a) || length(a) != 1 || !a %in% activation_names) {
+    abort_config(what, "activation {.val {format(a)}} is not supported by mirrored.")
+  }
+  a
+}
+
+# A mirrored layer from a serialized layer entry.
+layer_from_keras <- function(entry, custom_objects, what) {
+  cls <- cfg_get(entry, "class_name")
+  cfg <- cfg_get(entry, "config", list())
+  if (!is.character(cls) || length(cls) != 1) abort_config(what, "a layer entry has no {.field class_name}.")
+  if (!is.null(custom_objects[[cls]])) {
+    layer <- custom_objects[[cls]](cfg)
+    if (!inherits(layer, "mirrored_layer")) {
+      abort_value("{.arg custom_objects}${cls} must return a layer, not {describe(layer)}.")
+    }
+    return(layer)
+  }
+  name <- cfg_get(cfg, "name")
+  if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
+  if (cls != "InputLayer") check_layer_dtype(cfg, what)
+  switch(cls,
+    Dense = {
+      check_null_options(cfg, c("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                "kernel_constraint", "bias_constraint", "lora_rank", "quantization_config"),
+                         cls, what)
+      layer_dense(units = cfg_get(cfg, "units"), activation = activation_from_keras(cfg_get(cfg, "activation"), what),
+                  use_bias = cfg_get(cfg, "use_bias", TRUE),
+                  kernel_initializer = initializer_from_keras(cfg_get(cfg, "kernel_initializer"), what) %||%
+                    "glorot_uniform",
+                  bias_initializer = initializer_from_keras(cfg_get(cfg, "bias_initializer"), what) %||% "zeros",
+                  name = name)
+    },
+    Dropout = {
+      check_null_options(cfg, "noise_shape", cls, what)
+      layer_dropout(rate = cfg_get(cfg, "rate"), seed = cfg_get(cfg, "seed"), name = name)
+    },
+    Activation = layer_activation(activation = activation_from_keras(cfg_get(cfg, "activation"), what),
+                                  name = name),
+    Flatten = {
+      df <- cfg_get(cfg, "data_format")
+      if (!is.null(df) && !identical(df, "channels_last")) {
+        abort_config(what, "Flatten with data_format {.val {df}} is not supported.")
+      }
+      layer_flatten(name = name)
+    },
+    abort_config(what, "unknown layer class {.val {cls}} (layer {.val {name}}); mirrored supports InputLayer, Dense, Dropout, Activation and Flatten.")
+  )
+}
+
+input_shape_from_keras <- function(cfg, what) {
+  bs <- cfg_get(cfg, "batch_shape") %||% cfg_get(cfg, "batch_input_shape")
+  if (!is.list(bs) || length(bs) < 2) abort_config(what, "InputLayer {.val {cfg$name}} has no batch_shape.")
+  dims <- bs[-1]
+  if (any(vapply(dims, function(d) !is.numeric(d) || length(d) != 1 || d < 1, logical(1)))) {
+    abort_config(what, "InputLayer {.val {cfg$name}} has a shape with unknown dimensions; mirrored needs fixed ones.")
+  }
+  if (!identical(cfg_get(cfg, "dtype", "float32"), "float32")) {
+    abort_config(what, "InputLayer {.val {cfg$name}} has dtype {.val {cfg$dtype}}; mirrored supports float32 only.")
+  }
+  as.integer(unlist(dims))
+}
+
+# A model from a full serialized config (class_name + config) or an inner
+# config with the class given.
+model_from_keras <- function(cls, cfg, custom_objects, what) {
+  layers <- cfg_get(cfg, "layers")
+  if (!is.list(layers)) abort_config(what, "the model config has no {.field layers} list.")
+  name <- cfg_get(cfg, "name")
+  if (identical(cls, "Sequential")) {
+    shape <- NULL
+    rest <- layers
+    if (length(layers) && identical(cfg_get(layers[[1]], "class_name"), "InputLayer")) {
+      shape <- input_shape_from_keras(cfg_get(layers[[1]], "config"), what)
+      rest <- layers[-1]
+    } else if (!is.null(cfg_get(cfg, "build_input_shape"))) {
+      shape <- input_shape_from_keras(list(batch_shape = cfg$build_input_shape), what)
+    }
+    model <- keras_model_sequential(input_shape = shape, name = name)
+    for (e in rest) model$add(layer_from_keras(e, custom_objects, what))
+    return(model)
+  }
+  if (!identical(cls, "Functional") && !identical(cls, "Model")) {
+    abort_config(what, "unknown model class {.val {cls}}; mirrored loads Functional and Sequential models.")
+  }
+  tensors <- list()
+  inputs <- list()
+  for (e in layers) {
+    lname <- cfg_get(e, "name") %||% cfg_get(cfg_get(e, "config"), "name")
+    if (identical(cfg_get(e, "class_name"), "InputLayer")) {
+      t <- keras_input(shape = input_shape_from_keras(cfg_get(e, "config"), what), name = lname)
+      tensors[[lname]] <- t
+      inputs[[lname]] <- t
+      next
+    }
+    layer <- layer_from_keras(e, custom_objects, what)
+    nodes <- cfg_get(e, "inbound_nodes", list())
+    if (length(nodes) != 1) {
+      abort_config(what, "layer {.val {lname}} is called {length(nodes)} times; mirrored supports layers called once.")
+    }
+    args <- cfg_get(nodes[[1]], "args", list())
+    hist <- lapply(args, function(a) cfg_get(cfg_get(a, "config"), "keras_history"))
+    if (length(hist) != 1 || !is.list(hist[[1]]) || is.null(tensors[[hist[[1]][[1]]]])) {
+      abort_config(what, "layer {.val {lname}} has inputs mirrored cannot connect (one earlier layer expected).")
+    }
+    tensors[[lname]] <- call_layer(layer, tensors[[hist[[1]][[1]]]])
+  }
+  pick <- function(spec, arg) {
+    if (length(spec) && !is.list(spec[[1]])) spec <- list(spec)
+    lapply(spec, function(s) {
+      t <- tensors[[s[[1]]]]
+      if (is.null(t)) abort_config(what, "{arg} names layer {.val {s[[1]]}}, which the config does not define.")
+      t
+    })
+  }
+  ins <- pick(cfg_get(cfg, "input_layers"), "input_layers")
+  outs <- pick(cfg_get(cfg, "output_layers"), "output_layers")
+  keras_model(if (length(ins) == 1) ins[[1]] else ins, if (length(outs) == 1) outs[[1]] else outs,
+              name = name)
+}
+
+optimizer_from_keras <- function(x, what) {
+  if (is.character(x)) return(as_optimizer(x))
+  cls <- cfg_get(x, "class_name", "")
+  cfg <- cfg_get(x, "config", list())
+  check_null_options(cfg, c("clipnorm", "global_clipnorm", "clipvalue", "ema_overwrite_frequency",
+                            "loss_scale_factor", "gradient_accumulation_steps"), cls, what)
+  if (isTRUE(cfg_get(cfg, "use_ema"))) abort_config(what, "optimizer option {.field use_ema} is not supported.")
+  lr <- cfg_get(cfg, "learning_rate")
+  if (!is.numeric(lr)) abort_config(what, "the optimizer's learning rate is not a number (schedules are not supported).")
+  args <- list(learning_rate = lr, name = cfg_get(cfg, "name"))
+  keep <- function(keys) for (k in keys) if (!is.null(cfg_get(cfg, k))) args[[k]] <<- cfg[[k]]
+  switch(cls,
+    Adam = { keep(c("beta_1", "beta_2", "epsilon", "amsgrad", "weight_decay")); do.call(optimizer_adam, args) },
+    AdamW = { keep(c("beta_1", "beta_2", "epsilon", "amsgrad", "weight_decay")); do.call(optimizer_adam_w, args) },
+    SGD = { keep(c("momentum", "nesterov", "weight_decay")); do.call(optimizer_sgd, args) },
+    RMSprop = { keep(c("rho", "momentum", "epsilon", "centered", "weight_decay")); do.call(optimizer_rmsprop, args) },
+    abort_config(what, "optimizer class {.val {cls}} is not supported by mirrored.")
+  )
+}
+
+loss_from_keras <- function(x, what) {
+  if (is.character(x)) return(as_loss(x))
+  cls <- cfg_get(x, "class_name", "")
+  cfg <- cfg_get(x, "config", list())
+  red <- cfg_get(cfg, "reduction", "sum_over_batch_size")
+  if (!identical(red, "sum_over_batch_size")) abort_config(what, "loss reduction {.val {red}} is not supported.")
+  name <- cfg_get(cfg, "name")
+  fl <- isTRUE(cfg_get(cfg, "from_logits"))
+  ls <- cfg_get(cfg, "label_smoothing", 0)
+  switch(cls,
+    SparseCategoricalCrossentropy = loss_sparse_categorical_crossentropy(from_logits = fl, name = name),
+    CategoricalCrossentropy = loss_categorical_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
+    BinaryCrossentropy = loss_binary_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
+    MeanSquaredError = loss_mean_squared_error(name = name),
+    abort_config(what, "loss class {.val {cls}} is not supported by mirrored.")
+  )
+}
+
+metric_from_keras <- function(x, what) {
+  if (is.character(x)) return(x)
+  cls <- cfg_get(x, "class_name", "")
+  cfg <- cfg_get(x, "config", list())
+  name <- cfg_get(cfg, "name")
+  switch(cls,
+    SparseCategoricalAccuracy = metric_sparse_categorical_accuracy(name = name),
+    CategoricalAccuracy = metric_categorical_accuracy(name = name),
+    BinaryAccuracy = metric_binary_accuracy(threshold = cfg_get(cfg, "threshold", 0.5), name = name),
+    MeanAbsoluteError = metric_mean_absolute_error(name = name),
+    abort_config(what, "metric class {.val {cls}} is not supported by mirrored.")
+  )
+}
+
+# compile() from a compile_config; `optimizer` overrides the file's one
+# (mirrored's own member keeps the exact hyper-parameters).
+compile_from_keras <- function(model, cc, what, optimizer = NULL) {
+  opt <- optimizer %||% optimizer_from_keras(cfg_get(cc, "optimizer", "rmsprop"), what)
+  loss <- loss_from_keras(cfg_get(cc, "loss"), what)
+  metrics <- cfg_get(cc, "metrics")
+  if (length(metrics) && is.list(metrics[[1]]) && is.null(cfg_get(metrics[[1]], "class_name"))) {
+    abort_config(what, "per-output metrics are not supported.")
+  }
+  metrics <- lapply(metrics, metric_from_keras, what = what)
+  compile(model, optimizer = opt, loss = loss, metrics = if (length(metrics)) metrics)
+}

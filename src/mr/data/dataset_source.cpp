@@ -1,0 +1,65 @@
+#include "data/dataset_source.h"
+
+#include <cstring>
+
+#include "core/error.h"
+
+namespace mr {
+
+DatasetSource::DatasetSource(DatasetPtr dataset, bool continue_passes,
+                             std::shared_ptr<HostAllocator> alloc)
+    : dataset_(std::move(dataset)),
+      continue_(continue_passes),
+      staging_{StagingBuffer(alloc), StagingBuffer(alloc)} {
+  MR_CHECK(dataset_ != nullptr, internal, "no dataset");
+}
+
+void DatasetSource::reset(int64_t) {
+  // Pass keys come from the dataset (as tf.data's iterators do), so two fits
+  // on one shuffled dataset see different orders, and a fresh dataset with the
+  // same seed replays them.
+  if (continue_ && it_ && !ended_) return;
+  it_.reset();  // joins a prefetch thread of the previous pass first
+  it_ = dataset_->iterate(dataset_->next_iteration_key());
+  ended_ = false;
+}
+
+bool DatasetSource::next(HostBatch& batch) {
+  if (!it_ || ended_) return false;
+  if (!it_->next(element_)) {
+    ended_ = true;
+    return false;
+  }
+  const std::vector<Component>& parts = element_.parts;
+  MR_CHECK(!parts.empty(), value, "the dataset's elements have no components");
+  int64_t rows = -1, total = 0;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    MR_CHECK(!parts[k].shape.empty(), shape, "component ", k + 1,
+             " of the dataset's elements is a scalar: fit(), evaluate() and predict() need batches "
+             "(use dataset_batch())");
+    if (rows < 0) rows = parts[k].shape[0];
+    MR_CHECK(parts[k].shape[0] == rows, shape, "component ", k + 1, " of a batch has ",
+             parts[k].shape[0], " rows but component 1 has ", rows,
+             ": the elements must be batches (use dataset_batch())");
+    total += static_cast<int64_t>(parts[k].values.size());
+  }
+  float* dst = staging_[flip_].reserve(static_cast<size_t>(total));
+  flip_ ^= 1;
+  batch.rows = rows;
+  batch.parts.clear();
+  for (const Component& c : parts) {
+    const int64_t width = rows > 0 ? static_cast<int64_t>(c.values.size()) / rows : 0;
+    if (!c.values.empty()) std::memcpy(dst, c.values.data(), c.values.size() * sizeof(float));
+    batch.parts.push_back({dst, width});
+    dst += c.values.size();
+  }
+  components_ = parts.size();
+  return true;
+}
+
+int64_t DatasetSource::batches() const {
+  const int64_t n = dataset_->cardinality();
+  return n >= 0 ? n : -1;
+}
+
+}  // namespace mr

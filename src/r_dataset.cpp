@@ -1,0 +1,386 @@
+// Glue for datasets: R arrays to sources (converted once to row-major), the
+// transforms, R map functions, iterators back to R arrays, and the
+// BatchSource that fit()/evaluate()/predict() consume.
+//
+// Threads: R objects (the map function, SEXPs) live only in RMapFunction,
+// which declares needs_caller_thread(); the core then never calls it, nor
+// destroys it, off R's thread (see data/map.h and data/prefetch.h).
+#include <Rcpp.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "data/builtin_transforms.h"
+#include "data/cache.h"
+#include "data/dataset_source.h"
+#include "data/map.h"
+#include "data/prefetch.h"
+#include "data/sources.h"
+#include "data/transforms.h"
+#include "r_glue.h"
+
+using mr_glue::guarded;
+
+namespace {
+
+using DatasetXPtr = Rcpp::XPtr<mr::DatasetPtr>;
+
+struct IteratorState {
+  mr::DatasetPtr dataset;  // keeps the definition (and its R map functions) alive
+  std::unique_ptr<mr::Iterator> it;
+};
+using IteratorXPtr = Rcpp::XPtr<IteratorState>;
+
+mr::DatasetPtr get(SEXP ds) {
+  DatasetXPtr p(ds);
+  MR_CHECK(p.get() != nullptr && *p != nullptr, internal, "the dataset handle is empty");
+  return *p;
+}
+
+SEXP wrap(mr::DatasetPtr ds) { return DatasetXPtr(new mr::DatasetPtr(std::move(ds)), true); }
+
+mr::RType rtype_of(SEXP x) {
+  switch (TYPEOF(x)) {
+    case INTSXP:
+      return mr::RType::integer;
+    case LGLSXP:
+      return mr::RType::logical;
+    default:
+      return mr::RType::dbl;
+  }
+}
+
+// One R array to a column. slices: the first dimension indexes elements;
+// otherwise the whole array is one element. Integers that all lie in 0..255
+// are stored as bytes; no double copy of them is ever made.
+mr::Column to_column(SEXP x, bool slices, int64_t& rows, const std::string& what) {
+  const int type = TYPEOF(x);
+  if (type != REALSXP && type != INTSXP && type != LGLSXP)
+    mr::fail(mr::ErrorKind::value, "`", what, "` must be a numeric, integer or logical array, not ",
+             Rf_type2char(static_cast<SEXPTYPE>(type)));
+  const bool has_dim = !Rf_isNull(Rf_getAttrib(x, R_DimSymbol));
+  std::vector<int64_t> dims = mr_glue::r_dims(x);
+  mr::Column c;
+  c.rtype = rtype_of(x);
+  if (slices) {
+    rows = dims[0];
+    c.shape.assign(dims.begin() + 1, dims.end());
+  } else {
+    rows = 1;
+    if (has_dim || Rf_xlength(x) != 1) c.shape = dims;  // a length-1 vector is a scalar
+  }
+  const R_xlen_t n = Rf_xlength(x);
+  if (type == INTSXP || type == LGLSXP) {
+    const int* v = type == INTSXP ? INTEGER(x) : LOGICAL(x);
+    bool bytes = true;
+    for (R_xlen_t i = 0; i < n; ++i) {
+      if (v[i] == NA_INTEGER)
+        mr::fail(mr::ErrorKind::value, "`", what, "` must not contain NA (found at position ",
+                 i + 1, ")");
+      if (v[i] < 0 || v[i] > 255) bytes = false;
+    }
+    if (bytes) {
+      c.u8.resize(static_cast<size_t>(n));
+      mr_glue::row_major_walk(
+          dims, [&](int64_t rm, int64_t cm) { c.u8[rm] = static_cast<uint8_t>(v[cm]); });
+    } else {
+      c.f32.resize(static_cast<size_t>(n));
+      mr_glue::row_major_walk(
+          dims, [&](int64_t rm, int64_t cm) { c.f32[rm] = static_cast<float>(v[cm]); });
+    }
+  } else {
+    const double* v = REAL(x);
+    c.f32.resize(static_cast<size_t>(n));
+    mr_glue::row_major_walk(dims,
+                            [&](int64_t rm, int64_t cm) { c.f32[rm] = static_cast<float>(v[cm]); });
+  }
+  return c;
+}
+
+mr::Names names_of(SEXP list) {
+  SEXP nm = Rf_getAttrib(list, R_NamesSymbol);
+  if (Rf_isNull(nm)) return nullptr;
+  auto v = std::make_shared<std::vector<std::string>>();
+  for (R_xlen_t i = 0; i < Rf_xlength(nm); ++i) v->push_back(CHAR(STRING_ELT(nm, i)));
+  return v;
+}
+
+// A component as an R value: double/integer/logical, dims as its shape
+// (a scalar or 1-d component gives a plain vector).
+SEXP component_to_r(const mr::Component& c) {
+  const int64_t n = mr::numel(c.shape);
+  SEXP out;
+  if (c.rtype == mr::RType::dbl) {
+    out = PROTECT(Rf_allocVector(REALSXP, static_cast<R_xlen_t>(n)));
+    double* o = REAL(out);
+    mr_glue::row_major_walk(
+        c.shape.empty() ? std::vector<int64_t>{1} : c.shape,
+        [&](int64_t rm, int64_t cm) { o[cm] = c.values[static_cast<size_t>(rm)]; });
+  } else {
+    out = PROTECT(
+        Rf_allocVector(c.rtype == mr::RType::integer ? INTSXP : LGLSXP, static_cast<R_xlen_t>(n)));
+    int* o = c.rtype == mr::RType::integer ? INTEGER(out) : LOGICAL(out);
+    mr_glue::row_major_walk(c.shape.empty() ? std::vector<int64_t>{1} : c.shape,
+                            [&](int64_t rm, int64_t cm) {
+                              o[cm] = static_cast<int>(c.values[static_cast<size_t>(rm)]);
+                            });
+  }
+  if (c.shape.size() >= 2) {
+    SEXP dim = PROTECT(Rf_allocVector(INTSXP, static_cast<R_xlen_t>(c.shape.size())));
+    for (size_t k = 0; k < c.shape.size(); ++k) INTEGER(dim)[k] = static_cast<int>(c.shape[k]);
+    Rf_setAttrib(out, R_DimSymbol, dim);
+    UNPROTECT(1);
+  }
+  UNPROTECT(1);
+  return out;
+}
+
+Rcpp::List element_to_r(const mr::Element& e) {
+  Rcpp::List out(e.parts.size());
+  for (size_t k = 0; k < e.parts.size(); ++k)
+    out[static_cast<R_xlen_t>(k)] = component_to_r(e.parts[k]);
+  if (e.names) out.attr("names") = Rcpp::wrap(*e.names);
+  return out;
+}
+
+// An R value returned by a map function back to an element component.
+mr::Component component_from_r(SEXP x, const std::string& what) {
+  int64_t rows = 0;
+  mr::Column col = to_column(x, false, rows, what);
+  mr::Component c;
+  c.shape = col.shape;
+  c.rtype = col.rtype;
+  c.values.resize(static_cast<size_t>(col.width()));
+  col.copy_row(0, c.values.data());
+  return c;
+}
+
+// An R function applied to each element on R's thread: tuple elements are
+// spread as separate arguments, a named element (a dict in tfdatasets) is
+// passed as one named list. It returns an array or a list of arrays.
+class RMapFunction final : public mr::ElementFunction {
+ public:
+  RMapFunction(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
+  void apply(mr::Element& e) override {
+    Rcpp::List args = element_to_r(e);
+    Rcpp::Function do_call("do.call");
+    SEXP res = e.names ? fn_(args) : do_call(fn_, args);
+    Rcpp::RObject keep(res);
+    mr::Element out;
+    if (TYPEOF(res) == VECSXP) {
+      out.names = names_of(res);
+      for (R_xlen_t k = 0; k < Rf_xlength(res); ++k)
+        out.parts.push_back(component_from_r(
+            VECTOR_ELT(res, k), "the result of map_func, component " + std::to_string(k + 1)));
+    } else {
+      out.parts.push_back(component_from_r(res, "the result of map_func"));
+    }
+    e = std::move(out);
+  }
+  mr::ElementSpec spec(const mr::ElementSpec&) const override { return {false, {}, nullptr}; }
+  std::string label() const override { return label_; }
+  bool needs_caller_thread() const override { return true; }
+
+ private:
+  Rcpp::Function fn_;
+  std::string label_;
+};
+
+std::vector<int> components_arg(Rcpp::IntegerVector comps) {
+  std::vector<int> v;
+  for (int c : comps) v.push_back(c - 1);
+  return v;
+}
+
+}  // namespace
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_from_tensors(Rcpp::List tensors, bool slices) {
+  return guarded([&]() -> SEXP {
+    auto data = std::make_shared<mr::SourceData>();
+    data->names = names_of(tensors);
+    int64_t rows0 = 0;
+    for (R_xlen_t k = 0; k < tensors.size(); ++k) {
+      const std::string what = data->names && !(*data->names)[k].empty()
+                                   ? "tensors$" + (*data->names)[k]
+                                   : "tensors[[" + std::to_string(k + 1) + "]]";
+      int64_t rows = 0;
+      data->cols.push_back(to_column(tensors[k], slices, rows, what));
+      if (k == 0) rows0 = rows;
+      MR_CHECK(rows == rows0, value,
+               "tensor_slices_dataset(): all components must have the same number of rows "
+               "(the first dimension); `",
+               what, "` has ", rows, " but the first component has ", rows0);
+    }
+    data->rows = tensors.size() ? rows0 : 0;
+    return wrap(std::make_shared<mr::TensorSlicesDataset>(data, !slices));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_batch(SEXP ds, double batch_size, bool drop_remainder) {
+  return guarded([&] {
+    return wrap(mr::make_batch(get(ds), static_cast<int64_t>(batch_size), drop_remainder));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_shuffle(SEXP ds, double buffer_size, double seed, bool reshuffle) {
+  return guarded([&] {
+    return wrap(mr::make_shuffle(get(ds), static_cast<int64_t>(buffer_size),
+                                 static_cast<uint64_t>(seed), reshuffle));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_repeat(SEXP ds, double count) {
+  return guarded([&] { return wrap(mr::make_repeat(get(ds), static_cast<int64_t>(count))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_take(SEXP ds, double count) {
+  return guarded([&] { return wrap(mr::make_take(get(ds), static_cast<int64_t>(count))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_skip(SEXP ds, double count) {
+  return guarded([&] { return wrap(mr::make_skip(get(ds), static_cast<int64_t>(count))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_cache(SEXP ds, std::string filename) {
+  return guarded([&] { return wrap(mr::make_cache(get(ds), filename)); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_prefetch(SEXP ds, double buffer_size) {
+  return guarded(
+      [&] { return wrap(mr::make_prefetch(get(ds), static_cast<int64_t>(buffer_size))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_map_r(SEXP ds, Rcpp::Function fn, std::string label) {
+  return guarded(
+      [&] { return wrap(mr::make_map(get(ds), std::make_shared<RMapFunction>(fn, label))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_cast(SEXP ds, Rcpp::IntegerVector components, std::string dtype) {
+  return guarded([&] {
+    const mr::RType t = dtype == "integer"   ? mr::RType::integer
+                        : dtype == "logical" ? mr::RType::logical
+                                             : mr::RType::dbl;
+    return wrap(mr::make_map(get(ds), mr::make_cast(components_arg(components), t)));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_affine(SEXP ds, Rcpp::IntegerVector components, Rcpp::NumericVector scale,
+                        Rcpp::NumericVector offset, std::string name) {
+  return guarded([&] {
+    std::vector<float> s(scale.begin(), scale.end()), o(offset.begin(), offset.end());
+    return wrap(mr::make_map(get(ds), mr::make_affine(components_arg(components), s, o, name)));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_one_hot(SEXP ds, Rcpp::IntegerVector components, double num_classes) {
+  return guarded([&] {
+    return wrap(mr::make_map(
+        get(ds), mr::make_one_hot(components_arg(components), static_cast<int64_t>(num_classes))));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_delay(SEXP ds, double seconds) {
+  return guarded([&] { return wrap(mr::make_map(get(ds), mr::make_delay(seconds))); });
+}
+
+// What print() and length() show.
+// [[Rcpp::export]]
+Rcpp::List cpp_dataset_info(SEXP ds) {
+  return guarded([&] {
+    const mr::DatasetPtr d = get(ds);
+    std::vector<std::string> chain;
+    for (mr::DatasetPtr n = d; n; n = n->input()) chain.insert(chain.begin(), n->label());
+    const mr::ElementSpec spec = d->spec();
+    Rcpp::List shapes;
+    for (const mr::ComponentSpec& c : spec.parts)
+      shapes.push_back(Rcpp::NumericVector(c.shape.begin(), c.shape.end()));
+    return Rcpp::List::create(
+        Rcpp::Named("cardinality") = static_cast<double>(d->cardinality()),
+        Rcpp::Named("chain") = Rcpp::wrap(chain), Rcpp::Named("spec") = mr::spec_string(spec),
+        Rcpp::Named("components") = spec.known ? static_cast<int>(spec.parts.size()) : NA_INTEGER,
+        Rcpp::Named("memory") = static_cast<double>(mr::total_memory_bytes(*d)),
+        Rcpp::Named("caller_thread") = d->needs_caller_thread(), Rcpp::Named("shapes") = shapes,
+        Rcpp::Named("names") =
+            spec.names ? Rcpp::CharacterVector(Rcpp::wrap(*spec.names)) : Rcpp::CharacterVector());
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_iterator(SEXP ds) {
+  return guarded([&]() -> SEXP {
+    auto state = std::make_unique<IteratorState>();
+    state->dataset = get(ds);
+    state->it = state->dataset->iterate(state->dataset->next_iteration_key());
+    return IteratorXPtr(state.release(), true);
+  });
+}
+
+// The next element as an R list, or NULL at the end of the pass.
+// [[Rcpp::export]]
+SEXP cpp_iterator_next(SEXP it) {
+  return guarded([&]() -> SEXP {
+    IteratorXPtr p(it);
+    MR_CHECK(p.get() != nullptr && p->it != nullptr, value, "the iterator has been released");
+    mr::Element e;
+    if (!p->it->next(e)) {
+      p->it.reset();  // ends a prefetch thread now rather than at garbage collection
+      return R_NilValue;
+    }
+    return element_to_r(e);
+  });
+}
+
+// Releases an iterator's pass (and its threads) before garbage collection.
+// [[Rcpp::export]]
+void cpp_iterator_release(SEXP it) {
+  IteratorXPtr p(it);
+  if (p.get() != nullptr) p->it.reset();
+}
+
+// The batch source of fit()/evaluate()/predict(). continue_passes: keep one
+// pass going across epochs (steps_per_epoch given).
+// [[Rcpp::export]]
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes) {
+  return guarded([&]() -> SEXP {
+    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(
+        std::make_shared<mr::DatasetSource>(get(ds), continue_passes));
+    return Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>(source.release(), true);
+  });
+}
+
+// Benchmark helper: one pass, sleeping `step_seconds` after each element (a
+// consumer of known cost, like a training step that holds the thread).
+// Returns elements and wall seconds.
+// [[Rcpp::export]]
+Rcpp::NumericVector cpp_dataset_drain(SEXP ds, double step_seconds) {
+  return guarded([&] {
+    const mr::DatasetPtr d = get(ds);
+    const auto t0 = std::chrono::steady_clock::now();
+    auto it = d->iterate(d->next_iteration_key());
+    mr::Element e;
+    double n = 0;
+    while (it->next(e)) {
+      ++n;
+      if (step_seconds > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(step_seconds));
+    }
+    it.reset();
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return Rcpp::NumericVector::create(Rcpp::Named("elements") = n, Rcpp::Named("seconds") = secs);
+  });
+}
