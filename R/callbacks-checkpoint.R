@@ -74,7 +74,7 @@ py_format_value <- function(v, spec) {
   neg <- v < 0 || (v == 0 && 1 / v < 0)
   a <- abs(v)
   body <- if (is.nan(v)) "nan" else if (is.infinite(v)) "inf" else switch(
-    if (nzchar(type)) type else if (is_int) "d" else "none",
+    EXPR = if (nzchar(type)) type else if (is_int) "d" else "none",
     d = format(round(a), scientific = FALSE, big.mark = if (comma) "," else ""),
     f = , F = formatC(a, format = "f", digits = if (is.na(prec)) 6L else prec, big.mark = if (comma) "," else ""),
     e = , E = py_exp(a, if (is.na(prec)) 6L else prec),

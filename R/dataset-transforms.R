@@ -195,6 +195,7 @@ dataset_prefetch <- function(dataset, buffer_size = -1L) {
 #' @param map_func A function (or a one-sided formula).
 #' @param num_parallel_calls Accepted for compatibility; R functions run one
 #'   at a time.
+#' @param name Accepted for compatibility (tf.data's op name); unused.
 #' @return A dataset.
 #' @family dataset transforms
 #' @examples
@@ -213,11 +214,16 @@ dataset_map <- function(dataset, map_func, num_parallel_calls = NULL, name = NUL
 as_map_function <- function(f, call = sys.call(-1)) {
   if (is.function(f)) return(f)
   if (inherits(f, "formula") && length(f) == 2) {
-    fn <- function(...) NULL
-    formals(fn) <- alist(... = , .x = ..1, .y = ..2)
-    body(fn) <- f[[2]]
-    environment(fn) <- environment(f)
-    return(fn)
+    # `.x` and `.y` name the first two components, as rlang's formulas do.
+    expr <- f[[2]]
+    env <- environment(f)
+    return(function(...) {
+      args <- list(...)
+      scope <- new.env(parent = env)
+      if (length(args) >= 1) assign(".x", args[[1]], envir = scope)
+      if (length(args) >= 2) assign(".y", args[[2]], envir = scope)
+      eval(expr, scope)
+    })
   }
   abort_value("{.arg map_func} must be a function or a one-sided formula, not {describe(f)}.", call = call)
 }

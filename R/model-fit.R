@@ -154,7 +154,9 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)
-  c(data, nsteps) %<-% inference_data(model, x, y, batch_size, steps, targets = TRUE)
+  input <- inference_data(model, x, y, batch_size, steps, targets = TRUE)
+  data <- input[[1]]
+  nsteps <- input[[2]]
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   run_evaluation(model, data, steps %||% -1, cbl)
@@ -188,8 +190,9 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)
-  c(data, nsteps) %<-% inference_data(model, if (missing(x)) NULL else x, NULL, batch_size, steps,
-                                      targets = FALSE)
+  input <- inference_data(model, if (missing(x)) NULL else x, NULL, batch_size, steps, targets = FALSE)
+  data <- input[[1]]
+  nsteps <- input[[2]]
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   hooks <- loop_hooks(cbl, "predict")

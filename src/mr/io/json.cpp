@@ -486,7 +486,8 @@ std::string python_float_repr(double v) {
   } else {
     out = digits.substr(0, 1);
     if (n > 1) out += "." + digits.substr(1);
-    char e[8];
+    // A double's decimal exponent has at most 3 digits; the buffer fits any int.
+    char e[16];
     std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     out += e;
   }
