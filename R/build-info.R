@@ -21,6 +21,8 @@
 NULL
 
 #' @rdname build-info
+#' @family distribution
+#' @seealso [list_devices()], [mirrored_strategy()]
 #' @export
 built_with_cuda <- function() {
   cpp_built_with_cuda()

@@ -166,6 +166,8 @@ check_callback_fns <- function(fns, call = parent.frame()) {
 #'   if any) to create a callback instance. `generator$new(...)` works too.
 #' @seealso [callback_lambda()]
 #' @export
+#' @family callbacks
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' EpochCounter <- Callback("EpochCounter",
 #'   on_train_begin = function(logs = NULL) self$epochs_seen <- 0,
@@ -296,6 +298,8 @@ is_callback <- function(x) inherits(x, "Callback") && is.environment(x)
 #'   function(logs) ...` (see [Callback()] for the list).
 #' @returns A callback instance to pass in `callbacks = list(...)`.
 #' @export
+#' @family callbacks
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' seen <- integer()
 #' cb <- callback_lambda(on_epoch_end = function(epoch, logs) {
@@ -417,6 +421,8 @@ as_float32 <- function(x) {
 #' @param start_from_epoch Number of epochs to wait before monitoring.
 #' @returns A callback instance.
 #' @export
+#' @family callbacks
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' cb <- callback_early_stopping(monitor = "loss", patience = 2)
 #' cb$patience
@@ -553,6 +559,8 @@ EarlyStopping <- R6::R6Class("EarlyStopping",
 #'   the file is not empty), `FALSE` to overwrite it.
 #' @returns A callback instance.
 #' @export
+#' @family callbacks
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' path <- tempfile(fileext = ".csv")
 #' cb <- callback_csv_logger(path)
@@ -714,6 +722,8 @@ py_float_str <- function(x) {
 #' @param ... Unused, for compatibility with keras3.
 #' @returns A callback instance.
 #' @export
+#' @family callbacks
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' cb <- callback_reduce_lr_on_plateau(monitor = "loss", factor = 0.5, patience = 2)
 #' cb$factor

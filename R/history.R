@@ -60,6 +60,8 @@ keras_training_history <- function(params, metrics) {
 #' @param ... Unused.
 #' @returns `x`, invisibly.
 #' @export
+#' @family training functions
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' h <- structure(list(
 #'   params = list(verbose = 1, epochs = 2, steps = 10),
@@ -91,6 +93,8 @@ print.keras_training_history <- function(x, ...) {
 #' @param ... Unused.
 #' @returns A data frame.
 #' @export
+#' @family training functions
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' h <- structure(list(
 #'   params = list(verbose = 1, epochs = 3, steps = 10),
@@ -132,6 +136,8 @@ as.data.frame.keras_training_history <- function(x, ...) {
 #' @param ... Passed to [plot()] for the base method.
 #' @returns A ggplot object (ggplot2) or `NULL` invisibly (base).
 #' @export
+#' @family training functions
+#' @seealso [fit.mirrored_model()]
 #' @examples
 #' h <- structure(list(
 #'   params = list(verbose = 1, epochs = 3, steps = 10),

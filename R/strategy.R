@@ -270,6 +270,9 @@ print.mirrored_cross_device_ops <- function(x, ...) {
 #' choose.
 #'
 #' @format A list with elements `distribute` and `data`.
+#' @return `tf$distribute$MirroredStrategy()` returns a strategy (see
+#'   [mirrored_strategy()]); the other functions return objects naming an
+#'   all-reduce for its `cross_device_ops`.
 #' @family distribution
 #' @seealso [mirrored_strategy()]
 #' @examples
