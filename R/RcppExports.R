@@ -97,6 +97,14 @@ cpp_dataset_drain <- function(ds, step_seconds) {
     .Call(`_mirrored_cpp_dataset_drain`, ds, step_seconds)
 }
 
+cpp_dataset_from_idx <- function(paths) {
+    .Call(`_mirrored_cpp_dataset_from_idx`, paths)
+}
+
+cpp_dataset_from_npz <- function(path, keys) {
+    .Call(`_mirrored_cpp_dataset_from_npz`, path, keys)
+}
+
 cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }

@@ -147,3 +147,45 @@ format_bytes <- function(b) {
   k <- if (b > 0) min(length(units) - 1, floor(log(b, 1024))) else 0
   if (k == 0) paste(b, "B") else sprintf("%.1f %s", b / 1024^k, units[k + 1])
 }
+
+#' Create a dataset from IDX or .npz files
+#'
+#' Sources that read their data straight from files into the C++ core, with
+#' no R copy: `idx_dataset()` takes IDX files (MNIST's format, plain or
+#' gzip-compressed), `npz_dataset()` named arrays of a NumPy `.npz` archive
+#' (unsigned bytes or 64-bit integers, as Keras' `mnist.npz`). Each file or
+#' array is one component, sliced along its first dimension as
+#' [tensor_slices_dataset()] does; unsigned bytes stay bytes in memory.
+#'
+#' @param filenames Paths of IDX files, one per component (e.g. images then
+#'   labels); all must have the same number of rows.
+#' @param filename Path of an `.npz` file.
+#' @param keys Names of the arrays to use, one per component, e.g.
+#'   `c("x_train", "y_train")`.
+#' @return A dataset.
+#' @family datasets
+#' @seealso [tensor_slices_dataset()], [dataset_mnist()]
+#' @examples
+#' dir <- system.file("extdata", "mnist", package = "mirrored")
+#' ds <- idx_dataset(file.path(dir, c("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")))
+#' ds
+#' str(iter_next(as_array_iterator(dataset_batch(ds, 2))))
+#' @export
+idx_dataset <- function(filenames) {
+  if (!is.character(filenames) || length(filenames) == 0 || anyNA(filenames)) {
+    abort_value("{.arg filenames} must be a character vector of IDX file paths, not {describe(filenames)}.")
+  }
+  for (f in filenames) if (!file.exists(f) || dir.exists(f)) abort_kind("io", "File {.file {f}} does not exist.")
+  new_dataset(with_core(cpp_dataset_from_idx(normalizePath(filenames))))
+}
+
+#' @rdname idx_dataset
+#' @export
+npz_dataset <- function(filename, keys) {
+  check_string(filename, "filename")
+  if (!is.character(keys) || length(keys) == 0 || anyNA(keys)) {
+    abort_value("{.arg keys} must name the arrays to use, e.g. {.code c(\"x_train\", \"y_train\")}, not {describe(keys)}.")
+  }
+  if (!file.exists(filename) || dir.exists(filename)) abort_kind("io", "File {.file {filename}} does not exist.")
+  new_dataset(with_core(cpp_dataset_from_npz(normalizePath(filename), keys)))
+}

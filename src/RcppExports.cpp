@@ -293,6 +293,29 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_dataset_from_idx
+SEXP cpp_dataset_from_idx(std::vector<std::string> paths);
+RcppExport SEXP _mirrored_cpp_dataset_from_idx(SEXP pathsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::vector<std::string> >::type paths(pathsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_from_idx(paths));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_from_npz
+SEXP cpp_dataset_from_npz(std::string path, std::vector<std::string> keys);
+RcppExport SEXP _mirrored_cpp_dataset_from_npz(SEXP pathSEXP, SEXP keysSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    Rcpp::traits::input_parameter< std::vector<std::string> >::type keys(keysSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_from_npz(path, keys));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_read_idx
 SEXP cpp_read_idx(std::string path);
 RcppExport SEXP _mirrored_cpp_read_idx(SEXP pathSEXP) {
@@ -680,6 +703,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_iterator_release", (DL_FUNC) &_mirrored_cpp_iterator_release, 1},
     {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 2},
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
+    {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
+    {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 6},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},

@@ -14,6 +14,7 @@
 #include "data/builtin_transforms.h"
 #include "data/cache.h"
 #include "data/dataset_source.h"
+#include "data/file_sources.h"
 #include "data/map.h"
 #include "data/prefetch.h"
 #include "data/sources.h"
@@ -383,4 +384,17 @@ Rcpp::NumericVector cpp_dataset_drain(SEXP ds, double step_seconds) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return Rcpp::NumericVector::create(Rcpp::Named("elements") = n, Rcpp::Named("seconds") = secs);
   });
+}
+
+// Datasets read straight from IDX files or .npz arrays (no R copy).
+// [[Rcpp::export]]
+SEXP cpp_dataset_from_idx(std::vector<std::string> paths) {
+  return guarded(
+      [&] { return wrap(std::make_shared<mr::TensorSlicesDataset>(mr::idx_source(paths))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_from_npz(std::string path, std::vector<std::string> keys) {
+  return guarded(
+      [&] { return wrap(std::make_shared<mr::TensorSlicesDataset>(mr::npz_source(path, keys))); });
 }

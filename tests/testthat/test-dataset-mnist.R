@@ -42,21 +42,11 @@ test_that("dataset_mnist reads mnist.npz and refuses broken archives", {
   skip_if(!nzchar(Sys.which("zip")))
   d <- local_dirs()
   s <- dataset_mnist_sample()
-  npy <- function(x, descr = "|u1") {
-    shape <- paste0("(", paste(dim(x) %||% length(x), collapse = ", "), if (length(dim(x)) <= 1) ",", ")")
-    h <- sprintf("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape)
-    h <- paste0(h, strrep(" ", 63 - (10 + nchar(h)) %% 64), "\n")
-    d <- dim(x) %||% length(x)
-    v <- if (length(d) > 1) as.vector(aperm(x, rev(seq_along(d)))) else as.vector(x)
-    body <- if (descr == "|u1") as.raw(v) else writeBin(as.integer(rep(v, each = 2) * c(1, 0)), raw(), size = 4, endian = "little")
-    c(as.raw(c(0x93, 0x4e, 0x55, 0x4d, 0x50, 0x59, 1, 0)), writeBin(nchar(h), raw(), size = 2, endian = "little"),
-      charToRaw(h), body)
-  }
   tmp <- tempfile("npz")
   dir.create(tmp)
   parts <- list(x_train = s$train$x[1:50, , ], y_train = s$train$y[1:50], x_test = s$test$x[1:20, , ],
                 y_test = s$test$y[1:20])
-  for (k in names(parts)) writeBin(npy(parts[[k]], if (startsWith(k, "y")) "<i8" else "|u1"), file.path(tmp, paste0(k, ".npy")))
+  for (k in names(parts)) writeBin(npy_bytes(parts[[k]], if (startsWith(k, "y")) "<i8" else "|u1"), file.path(tmp, paste0(k, ".npy")))
   old <- setwd(tmp)
   utils::zip(file.path(d$opt, "mnist.npz"), paste0(names(parts), ".npy"), flags = "-q")
   setwd(old)
