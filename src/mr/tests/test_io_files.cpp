@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "io/file_util.h"
 #include "io/zip_archive.h"
+#include "tests/test_util.h"
 
 namespace mr {
 namespace {
@@ -37,18 +38,6 @@ std::vector<std::string> list_dir(const std::string& d) {
 }
 
 Bytes bytes_of(const std::string& s) { return Bytes(s.begin(), s.end()); }
-
-template <typename F>
-std::string io_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::io) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
-}
 
 TEST(AtomicWrite, WritesReplacesAndLeavesNoTemporary) {
   const std::string d = temp_dir("atomic");

@@ -12,6 +12,7 @@
 #include "io/h5_file.h"
 #include "io/keras_weights.h"
 #include "train/model.h"
+#include "tests/test_util.h"
 
 namespace mr {
 namespace {
@@ -67,18 +68,6 @@ void train_steps(Model& m, int steps) {
   b.rows = 8;
   b.parts = {{x.data(), 3}, {y.data(), 1}};
   for (int s = 0; s < steps; ++s) m.train_step(b);
-}
-
-template <typename F>
-std::string io_error(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::io) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error";
-  return "";
 }
 
 TEST(KerasWeights, SlotOrderFollowsKeras) {
