@@ -78,9 +78,10 @@ FunctionalModel <- R6::R6Class("mirrored_functional",
 SequentialModel <- R6::R6Class("mirrored_sequential",
   inherit = MirroredModel,
   public = list(
-    initialize = function(name, input_shape = NULL) {
+    initialize = function(name, input_shape = NULL, input_name = NULL) {
       super$initialize(name)
       private$.input_shape <- input_shape
+      private$.input_name <- input_name
       private$rebuild_graph()
     },
     add = function(layer) {

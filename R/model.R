@@ -68,6 +68,8 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #'   layer's `input_shape` or the data given to [fit()] fixes it.
 #' @param name Name of the model (default `"sequential"`, ...).
 #' @param ... Layers to add.
+#' @param input_name Name of the model's input layer (default
+#'   `"input_layer"`, then `"input_layer_1"`, ...).
 #' @return A sequential model.
 #' @family model functions
 #' @seealso [keras_model()]
@@ -77,10 +79,11 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #'   layer_dense(units = 10)
 #' model
 #' @export
-keras_model_sequential <- function(input_shape = NULL, name = NULL, ...) {
+keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_name = NULL) {
   if (!is.null(input_shape)) input_shape <- check_shape(input_shape, "input_shape")
   check_string(name, "name", null_ok = TRUE)
-  model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape)
+  check_string(input_name, "input_name", null_ok = TRUE)
+  model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
   for (layer in list(...)) model$add(layer)
   model
 }

@@ -292,14 +292,17 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   name <- cfg_get(cfg, "name")
   if (identical(cls, "Sequential")) {
     shape <- NULL
+    input_name <- NULL
     rest <- layers
     if (length(layers) && identical(cfg_get(layers[[1]], "class_name"), "InputLayer")) {
       shape <- input_shape_from_keras(cfg_get(layers[[1]], "config"), what)
+      input_name <- cfg_get(cfg_get(layers[[1]], "config"), "name")
+      if (!is.character(input_name) || length(input_name) != 1) input_name <- NULL
       rest <- layers[-1]
     } else if (!is.null(cfg_get(cfg, "build_input_shape"))) {
       shape <- input_shape_from_keras(list(batch_shape = cfg$build_input_shape), what)
     }
-    model <- keras_model_sequential(input_shape = shape, name = name)
+    model <- keras_model_sequential(input_shape = shape, name = name, input_name = input_name)
     for (e in rest) model$add(layer_from_keras(e, custom_objects, what))
     return(model)
   }
