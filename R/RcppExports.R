@@ -109,8 +109,8 @@ cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
 
-cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout) {
-    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout)
+cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize) {
+    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize)
 }
 
 cpp_model_info <- function(ptr) {

@@ -24,6 +24,12 @@ MirroredModel <- R6::R6Class("mirrored_model",
       private$.ptr
     },
     is_built = function() !is.null(private$.ptr),
+    # The weights will be set before any use (load_model()): build the core
+    # model without running the initializers.
+    skip_initialization = function() {
+      if (is.null(private$.ptr)) private$.initialize <- FALSE
+      invisible(self)
+    },
     graph = function() private$.graph,
     get_weights = function() with_core(cpp_model_get_weights(self$ptr())),
     set_weights = function(weights) {
@@ -45,6 +51,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
   private = list(
     .graph = NULL,
     .ptr = NULL,
+    .initialize = TRUE,
     build_core = function() {
       g <- private$.graph
       if (is.null(g)) abort_value("Model {.val {self$name}} has no input shape yet: give {.arg input_shape} or fit it on data.")
@@ -59,7 +66,9 @@ MirroredModel <- R6::R6Class("mirrored_model",
              config = cfg)
       })
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
-                                              self$strategy$devices, model_threads(), collective_timeout()))
+                                              self$strategy$devices, model_threads(), collective_timeout(),
+                                              private$.initialize))
+      private$.initialize <- TRUE
       if (!is.null(self$optimizer)) compile_core(self)
     }
   )

@@ -330,6 +330,7 @@ load_model <- function(model, custom_objects = NULL, compile = TRUE, safe_mode =
   state <- if (!is.null(m$mirrored.json)) parse_json_bytes(m$mirrored.json, paste0("mirrored.json in ", what))
   cfg_what <- paste0("config.json in '", what, "'")
   out <- model_from_keras(config$class_name, config$config, custom_objects, cfg_what)
+  out$skip_initialization()  # every weight comes from the file below
   cc <- config$compile_config
   exact <- exact_optimizer(state)
   if (compile && length(cc)) compile_from_keras(out, cc, cfg_what, optimizer = exact)

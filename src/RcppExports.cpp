@@ -328,8 +328,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_new
-SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout);
-RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP) {
+SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize);
+RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -339,7 +339,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type devices(devicesSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type collective_timeout(collective_timeoutSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout));
+    Rcpp::traits::input_parameter< bool >::type initialize(initializeSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout, initialize));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -706,7 +707,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
-    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 6},
+    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 7},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},

@@ -52,7 +52,8 @@ std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cf
 
 // [[Rcpp::export]]
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs,
-                   Rcpp::CharacterVector devices, int threads, double collective_timeout) {
+                   Rcpp::CharacterVector devices, int threads, double collective_timeout,
+                   bool initialize) {
   return guarded([&]() -> SEXP {
     std::vector<mr::GraphNode> gn;
     for (R_xlen_t i = 0; i < nodes.size(); ++i) {
@@ -74,8 +75,8 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       threads = std::max(1, cores / static_cast<int>(devs.size()));
     }
     // R owns the model from here: the XPtr finalizer deletes it.
-    auto model =
-        std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads, collective_timeout);
+    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads,
+                                             collective_timeout, initialize);
     return ModelPtr(model.release(), true);
   });
 }

@@ -33,7 +33,7 @@ struct Model::Replica {
 };
 
 Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
-             int threads_per_replica, double collective_timeout)
+             int threads_per_replica, double collective_timeout, bool initialize)
     : graph_(std::move(graph)), devices_(std::move(devices)) {
   MR_CHECK(graph_ != nullptr, internal, "no graph");
   MR_CHECK(!devices_.empty(), value, "a model needs at least one device");
@@ -54,8 +54,9 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     r->worker = std::make_unique<Worker>();
     replicas_.push_back(std::move(r));
   }
-  // Initialised once, on the first replica, then broadcast to the others.
-  set_params(graph_->initial_params());
+  // Initialised once, on the first replica, then broadcast to the others;
+  // without initialization every replica keeps its zeroed buffer.
+  if (initialize) set_params(graph_->initial_params());
 }
 
 void Model::post_all(std::function<void(Replica&)> job) {

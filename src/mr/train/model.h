@@ -36,8 +36,11 @@ class Model {
  public:
   // threads_per_replica: CPU threads of each replica's backend;
   // collective_timeout: seconds a replica waits for its peers in a collective.
+  // initialize = false leaves the parameters at zero, for a caller that sets
+  // them right away (loading a file): initializers of a large model cost more
+  // than reading its weights.
   Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
-        int threads_per_replica, double collective_timeout = 300.0);
+        int threads_per_replica, double collective_timeout = 300.0, bool initialize = true);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
