@@ -35,6 +35,9 @@ describe <- function(x) {
   if (is.null(x)) return("NULL")
   if (is.function(x)) return("a function")
   if (is.character(x) && length(x) == 1) return(paste0("the string \"", x, "\""))
+  if (is.atomic(x) && !is.null(dim(x))) {
+    return(paste0("a ", typeof(x), " array of dimensions ", paste(dim(x), collapse = " x ")))
+  }
   if (is.atomic(x) && length(x) == 1) return(paste0(class(x)[1], " ", format(x)))
   if (is.atomic(x)) return(paste0("a ", class(x)[1], " vector of length ", length(x)))
   paste0("an object of class <", class(x)[1], ">")
