@@ -133,6 +133,10 @@ cpp_model_set_learning_rate <- function(ptr, lr) {
     invisible(.Call(`_mirrored_cpp_model_set_learning_rate`, ptr, lr))
 }
 
+cpp_model_slot_count <- function(ptr) {
+    .Call(`_mirrored_cpp_model_slot_count`, ptr)
+}
+
 cpp_model_iterations <- function(ptr) {
     .Call(`_mirrored_cpp_model_iterations`, ptr)
 }

@@ -46,7 +46,8 @@ print_model_summary <- function(model) {
   total <- sum(params)
   opt_params <- NULL
   if (!is.null(model$optimizer) && model$is_built() && model$optimizer$iterations > 0) {
-    opt_params <- 2 + total * length(slot_names_r(model$optimizer$config))
+    # Keras' optimizer variables: iteration, learning rate, then the slots.
+    opt_params <- 2 + total * with_core(cpp_model_slot_count(model$ptr()))
   }
   # Keras counts the optimizer's variables in the total once it is built.
   cat(format_summary_table(model$name, rows, total + (opt_params %||% 0), total, 0,
@@ -59,12 +60,4 @@ node_param_count <- function(node, nodes) {
   in_shape <- nodes[[node$inputs[1] + 1]]$shape
   units <- node$layer$config$units
   utils::tail(in_shape, 1) * units + if (isTRUE(node$layer$config$use_bias)) units else 0
-}
-
-# The optimizer's slot variables per trainable variable (Keras' order).
-slot_names_r <- function(config) {
-  switch(config$kind,
-    sgd = if ((config$momentum %||% 0) != 0) "momentum" else character(),
-    adam = , adamw = c("momentum", "velocity", if (isTRUE(config$amsgrad)) "velocity_hat"),
-    rmsprop = c("velocity", if ((config$momentum %||% 0) > 0) "momentum", if (isTRUE(config$centered)) "average_gradient"))
 }

@@ -402,6 +402,17 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// cpp_model_slot_count
+int cpp_model_slot_count(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_slot_count(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_slot_count(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_iterations
 double cpp_model_iterations(SEXP ptr);
 RcppExport SEXP _mirrored_cpp_model_iterations(SEXP ptrSEXP) {
@@ -713,6 +724,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
     {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 4},
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
+    {"_mirrored_cpp_model_slot_count", (DL_FUNC) &_mirrored_cpp_model_slot_count, 1},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},

@@ -187,6 +187,16 @@ void cpp_model_set_learning_rate(SEXP ptr, double lr) {
   guarded([&] { ModelPtr(ptr)->set_learning_rate(lr); });
 }
 
+// Slot buffers of the compiled optimizer (each as long as the parameters).
+// [[Rcpp::export]]
+int cpp_model_slot_count(SEXP ptr) {
+  return guarded([&] {
+    ModelPtr m(ptr);
+    MR_CHECK(m->compiled(), value, "the model is not compiled");
+    return mr::slot_count(m->config().optimizer);
+  });
+}
+
 // [[Rcpp::export]]
 double cpp_model_iterations(SEXP ptr) {
   return guarded([&] { return static_cast<double>(ModelPtr(ptr)->iterations()); });
