@@ -83,8 +83,13 @@ reinstall:
 	rm -f $(STAMP)
 	$(MAKE) install
 
+# The CMake core builds the CUDA backend whenever a toolkit is there (as
+# configure does for the R package), so that CUDA code is compiled and its
+# tests are discovered (they skip without a GPU); MR_CUDA=OFF to leave it out.
+MR_CUDA ?= $(if $(or $(CUDA_HOME),$(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc)),ON,OFF)
+
 core:
-	cmake -S src/mr -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S src/mr -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DMR_CUDA=$(MR_CUDA)
 	$(BUILD_LOCK) cmake --build $(BUILD) -j$(JOBS)
 
 # Both suites always run (a broken core build does not hide the R results); each

@@ -17,6 +17,14 @@ cpp_cuda_devices <- function() {
     .Call(`_mirrored_cpp_cuda_devices`)
 }
 
+cpp_cuda_memory <- function(ordinal) {
+    .Call(`_mirrored_cpp_cuda_memory`, ordinal)
+}
+
+cpp_cuda_link <- function(a, b) {
+    .Call(`_mirrored_cpp_cuda_link`, a, b)
+}
+
 cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
@@ -109,8 +117,12 @@ cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
 
-cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize) {
-    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize)
+cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32) {
+    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
+}
+
+cpp_model_communicator <- function(ptr) {
+    .Call(`_mirrored_cpp_model_communicator`, ptr)
 }
 
 cpp_model_info <- function(ptr) {

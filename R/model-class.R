@@ -65,10 +65,17 @@ MirroredModel <- R6::R6Class("mirrored_model",
         list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
              config = cfg)
       })
+      s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
-                                              self$strategy$devices, model_threads(), collective_timeout(),
-                                              private$.initialize))
+                                              s$devices, model_threads(), collective_timeout(),
+                                              private$.initialize, s$cross_device_ops %||% "",
+                                              s$logical_per_gpu %||% 1L, allow_tf32()))
       private$.initialize <- TRUE
+      comm <- cpp_model_communicator(private$.ptr)
+      if (nzchar(comm[["note"]]) && !isTRUE(s$announced)) {
+        s$announced <- TRUE
+        cli::cli_inform(c(i = "{comm[['note']]}."), class = "mirrored_strategy_message")
+      }
       if (!is.null(self$optimizer)) compile_core(self)
     }
   )
@@ -158,6 +165,17 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
 
 # CPU threads per replica: option mirrored.cpu_threads, else the cores
 # divided among the replicas (0 lets the core decide).
+# options(mirrored.allow_tf32 = TRUE) lets GPU matrix products use TF32
+# tensor cores (faster, ~1e-3 relative error), as TensorFlow's
+# enable_tensor_float_32_execution does; read when a model is placed.
+allow_tf32 <- function() {
+  v <- getOption("mirrored.allow_tf32", FALSE)
+  if (!is.logical(v) || length(v) != 1 || is.na(v)) {
+    abort_value("{.code options(mirrored.allow_tf32)} must be TRUE or FALSE, not {describe(v)}.")
+  }
+  v
+}
+
 model_threads <- function() {
   n <- getOption("mirrored.cpu_threads", 0L)
   check_int(n, "options(mirrored.cpu_threads)", min = 0)

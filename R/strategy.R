@@ -16,12 +16,15 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
     id = NULL,
     devices = NULL,
     cross_device_ops = NULL,
+    logical_per_gpu = 1L,
     reason = NULL,
+    announced = FALSE,
     initialize = function(devices, cross_device_ops, reason) {
       .strategies$count <- .strategies$count + 1L
       self$id <- .strategies$count
       self$devices <- devices
       self$cross_device_ops <- cross_device_ops
+      self$logical_per_gpu <- .strategies$logical_gpus
       self$reason <- reason
     },
     scope = function() structure(list(strategy = self), class = "mirrored_strategy_scope"),
@@ -29,7 +32,9 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
       cat("<MirroredStrategy> ", self$num_replicas_in_sync, " replica",
           if (self$num_replicas_in_sync != 1) "s", "\n", sep = "")
       cat("  devices: ", paste(device_display(self$devices), collapse = ", "), "\n", sep = "")
-      cat("  all-reduce: ", self$cross_device_ops, "\n", sep = "")
+      cat("  all-reduce: ", all_reduce_label(self$devices, self$cross_device_ops, self$logical_per_gpu),
+          "\n", sep = "")
+      if (any(startsWith(self$devices, "gpu"))) cat(gpu_topology(self$devices, self$logical_per_gpu), sep = "\n")
       invisible(self)
     }
   ),
@@ -132,10 +137,11 @@ device_display <- function(devices) {
 
 physical_gpu_count <- function() if (built_with_cuda()) cuda_device_count() else 0L
 
+# The requested cross-device ops as the core's name for them ("" = choose).
 resolve_cross_device_ops <- function(x, devices, call = sys.call(-1)) {
   if (inherits(x, "mirrored_cross_device_ops")) x <- x$name
   known <- c("nccl", "hierarchical_copy", "reduce_to_one_device")
-  if (is.null(x)) return("thread all-reduce (reduce-scatter + all-gather)")
+  if (is.null(x)) return("")
   if (!is.character(x) || length(x) != 1 || !x %in% known) {
     abort_value("{.arg cross_device_ops} must be NULL, one of {.val {known}} or a {.code tf$distribute} object, not {describe(x)}.",
                 call = call)
@@ -143,8 +149,43 @@ resolve_cross_device_ops <- function(x, devices, call = sys.call(-1)) {
   if (x == "nccl" && any(startsWith(devices, "cpu"))) {
     abort_value("{.val nccl} all-reduce needs GPU devices; these are {.val {device_display(devices)}}.", call = call)
   }
-  "thread all-reduce (reduce-scatter + all-gather)"
+  x
 }
+
+# What will all-reduce, as the core chooses it (dist/communicator.cpp); a
+# model's own choice, with the reason for a fallback, is announced when the
+# model is built.
+all_reduce_label <- function(devices, ops, logical_per_gpu) {
+  if (length(devices) == 1) return("none (one replica)")
+  if (identical(ops, "reduce_to_one_device")) return("host-staged reduction (reduce_to_one_device)")
+  if (startsWith(devices[1], "cpu")) return("thread all-reduce (reduce-scatter + all-gather)")
+  if (identical(ops, "hierarchical_copy")) return("peer-copy all-reduce (hierarchical_copy)")
+  if (built_with_nccl() && logical_per_gpu == 1) return("NCCL")
+  "peer-copy all-reduce (NCCL cannot be used here)"
+}
+
+# One line per GPU of a strategy (model, memory) and one for the links
+# between the physical GPUs it uses.
+gpu_topology <- function(devices, logical_per_gpu) {
+  idx <- as.integer(sub("^gpu:", "", devices[startsWith(devices, "gpu")]))
+  ordinals <- unique(idx %/% logical_per_gpu)
+  info <- cuda_devices_info()
+  lines <- vapply(ordinals, function(o) {
+    mem <- with_core(cpp_cuda_memory(o))
+    sprintf("  GPU %d: %s, %.1f GB (%.1f GB free), compute capability %s", o, info$name[o + 1L],
+            mem[["total"]] / 1e9, mem[["free"]] / 1e9, info$compute_capability[o + 1L])
+  }, character(1))
+  if (length(ordinals) > 1) {
+    pairs <- utils::combn(ordinals, 2)
+    links <- apply(pairs, 2, function(p) sprintf("%d-%d %s", p[1], p[2], cpp_cuda_link(p[1], p[2])))
+    lines <- c(lines, paste0("  links: ", paste(links, collapse = ", ")))
+  } else if (length(idx) > length(ordinals)) {
+    lines <- c(lines, sprintf("  links: %d logical GPUs per physical GPU (device copies)", logical_per_gpu))
+  }
+  lines
+}
+
+cuda_devices_info <- function() with_core(cpp_cuda_devices())
 
 #' @export
 with.mirrored_strategy_scope <- function(data, expr, ...) {
@@ -205,7 +246,9 @@ check_model_strategy <- function(model, call = sys.call(-1)) {
 #' logical GPUs by [set_logical_devices()].
 #'
 #' @param device_type `NULL` for all, or `"CPU"` / `"GPU"`.
-#' @return A data frame with columns `name` and `device_type`.
+#' @return A data frame with columns `name`, `device_type`, `physical_device`
+#'   (the CUDA device of a GPU, `NA` for the CPU), `description` (the GPU's
+#'   model), `memory_total` and `memory_free` (bytes; `NA` for the CPU).
 #' @family distribution
 #' @seealso [mirrored_strategy()]
 #' @examples
@@ -213,9 +256,18 @@ check_model_strategy <- function(model, call = sys.call(-1)) {
 #' @export
 list_devices <- function(device_type = NULL) {
   if (!is.null(device_type)) check_choice(toupper(device_type), "device_type", c("CPU", "GPU"))
-  gpus <- physical_gpu_count() * .strategies$logical_gpus
+  n <- .strategies$logical_gpus
+  gpus <- physical_gpu_count() * n
+  ordinal <- (seq_len(gpus) - 1L) %/% n
+  info <- if (gpus > 0) cuda_devices_info() else list(name = character())
+  mem <- vapply(unique(ordinal), function(o) with_core(cpp_cuda_memory(o)), numeric(2))
   df <- data.frame(name = c("/device:CPU:0", if (gpus > 0) paste0("/device:GPU:", seq_len(gpus) - 1L)),
-                   device_type = c("CPU", rep("GPU", gpus)), stringsAsFactors = FALSE)
+                   device_type = c("CPU", rep("GPU", gpus)),
+                   physical_device = c(NA_integer_, ordinal),
+                   description = c(NA_character_, info$name[ordinal + 1L]),
+                   memory_total = c(NA_real_, if (gpus > 0) mem["total", ordinal + 1L]),
+                   memory_free = c(NA_real_, if (gpus > 0) mem["free", ordinal + 1L]),
+                   stringsAsFactors = FALSE)
   if (!is.null(device_type)) df <- df[df$device_type == toupper(device_type), , drop = FALSE]
   rownames(df) <- NULL
   df

@@ -51,6 +51,29 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_cuda_memory
+Rcpp::NumericVector cpp_cuda_memory(int ordinal);
+RcppExport SEXP _mirrored_cpp_cuda_memory(SEXP ordinalSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type ordinal(ordinalSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cuda_memory(ordinal));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_cuda_link
+std::string cpp_cuda_link(int a, int b);
+RcppExport SEXP _mirrored_cpp_cuda_link(SEXP aSEXP, SEXP bSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type a(aSEXP);
+    Rcpp::traits::input_parameter< int >::type b(bSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cuda_link(a, b));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_build_info
 Rcpp::List cpp_build_info();
 RcppExport SEXP _mirrored_cpp_build_info() {
@@ -328,8 +351,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_new
-SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize);
-RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP) {
+SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32);
+RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -340,7 +363,21 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type collective_timeout(collective_timeoutSEXP);
     Rcpp::traits::input_parameter< bool >::type initialize(initializeSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout, initialize));
+    Rcpp::traits::input_parameter< std::string >::type cross_device_ops(cross_device_opsSEXP);
+    Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
+    Rcpp::traits::input_parameter< bool >::type tf32(tf32SEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_model_communicator
+Rcpp::CharacterVector cpp_model_communicator(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_communicator(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_communicator(ptr));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -695,6 +732,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_built_with_nccl", (DL_FUNC) &_mirrored_cpp_built_with_nccl, 0},
     {"_mirrored_cpp_cuda_device_count", (DL_FUNC) &_mirrored_cpp_cuda_device_count, 0},
     {"_mirrored_cpp_cuda_devices", (DL_FUNC) &_mirrored_cpp_cuda_devices, 0},
+    {"_mirrored_cpp_cuda_memory", (DL_FUNC) &_mirrored_cpp_cuda_memory, 1},
+    {"_mirrored_cpp_cuda_link", (DL_FUNC) &_mirrored_cpp_cuda_link, 2},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
     {"_mirrored_cpp_dataset_from_tensors", (DL_FUNC) &_mirrored_cpp_dataset_from_tensors, 2},
     {"_mirrored_cpp_dataset_batch", (DL_FUNC) &_mirrored_cpp_dataset_batch, 3},
@@ -718,7 +757,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
-    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 7},
+    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
+    {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},

@@ -4,6 +4,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "core/device_info.h"
+#include "r_glue.h"
 
 // [[Rcpp::export]]
 bool cpp_built_with_cuda() { return mr::built_with_cuda(); }
@@ -33,6 +34,20 @@ Rcpp::List cpp_cuda_devices() {
                             Rcpp::Named("total_memory") = memory,
                             Rcpp::Named("compute_capability") = cc);
 }
+
+// Free and total bytes of CUDA device `ordinal`.
+// [[Rcpp::export]]
+Rcpp::NumericVector cpp_cuda_memory(int ordinal) {
+  return mr_glue::guarded([&] {
+    int64_t free_bytes = 0, total_bytes = 0;
+    mr::cuda_memory(ordinal, &free_bytes, &total_bytes);
+    return Rcpp::NumericVector::create(Rcpp::Named("free") = static_cast<double>(free_bytes),
+                                       Rcpp::Named("total") = static_cast<double>(total_bytes));
+  });
+}
+
+// [[Rcpp::export]]
+std::string cpp_cuda_link(int a, int b) { return mr::cuda_link(a, b); }
 
 // [[Rcpp::export]]
 Rcpp::List cpp_build_info() {

@@ -53,7 +53,7 @@ std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cf
 // [[Rcpp::export]]
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs,
                    Rcpp::CharacterVector devices, int threads, double collective_timeout,
-                   bool initialize) {
+                   bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32) {
   return guarded([&]() -> SEXP {
     std::vector<mr::GraphNode> gn;
     for (R_xlen_t i = 0; i < nodes.size(); ++i) {
@@ -75,9 +75,26 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       threads = std::max(1, cores / static_cast<int>(devs.size()));
     }
     // R owns the model from here: the XPtr finalizer deletes it.
-    auto model = std::make_unique<mr::Model>(std::move(graph), std::move(devs), threads,
-                                             collective_timeout, initialize);
+    mr::PlacementOptions placement;
+    placement.threads_per_replica = threads;
+    placement.collective_timeout = collective_timeout;
+    placement.cross_device_ops = cross_device_ops;
+    placement.logical_per_gpu = logical_per_gpu;
+    placement.tf32 = tf32;
+    auto model =
+        std::make_unique<mr::Model>(std::move(graph), std::move(devs), placement, initialize);
     return ModelPtr(model.release(), true);
+  });
+}
+
+// What all-reduces this model's gradients, and why that is not what the
+// strategy asked for ("" when it is).
+// [[Rcpp::export]]
+Rcpp::CharacterVector cpp_model_communicator(SEXP ptr) {
+  return guarded([&] {
+    ModelPtr m(ptr);
+    return Rcpp::CharacterVector::create(Rcpp::Named("name") = m->communicator_name(),
+                                         Rcpp::Named("note") = m->communicator_note());
   });
 }
 

@@ -153,3 +153,28 @@ test_that("a global batch smaller than the number of replicas still trains corre
   w4 <- unlist(get_weights(four$model))
   expect_lt(sqrt(sum((w1 - w4)^2) / sum(w1^2)), 1e-5)
 })
+
+test_that("cross_device_ops selects the reduction: host staging gives the thread all-reduce's sums", {
+  set.seed(3)
+  x <- matrix(rnorm(23 * 6), 23)
+  y <- sample(0:3, 23, replace = TRUE)
+  threads <- build_and_train(quiet_strategy(c("/cpu:0", "/cpu:1")), x, y)
+  staged_strategy <- quiet_strategy(c("/cpu:0", "/cpu:1"), cross_device_ops = tf$distribute$ReductionToOneDevice())
+  expect_output(print(staged_strategy), "all-reduce: host-staged reduction")
+  expect_output(print(quiet_strategy(c("/cpu:0", "/cpu:1"))), "all-reduce: thread all-reduce")
+  staged <- build_and_train(staged_strategy, x, y)
+  expect_identical(mirrored:::cpp_model_communicator(staged$model$ptr())[["name"]], "host-staged reduction")
+  # Both sum each element in rank order, so the weights are bit-identical.
+  expect_identical(get_weights(staged$model), get_weights(threads$model))
+})
+
+test_that("list_devices() describes GPUs and options(mirrored.allow_tf32) is checked", {
+  d <- list_devices()
+  expect_named(d, c("name", "device_type", "physical_device", "description", "memory_total", "memory_free"))
+  expect_equal(nrow(list_devices("GPU")), cuda_device_count())
+  if (cuda_device_count() > 0) expect_true(all(list_devices("GPU")$memory_total > 0))
+  old <- options(mirrored.allow_tf32 = "yes")
+  on.exit(options(old), add = TRUE)
+  m <- keras_model_sequential(input_shape = 2) |> layer_dense(units = 1)
+  expect_error(m$ptr(), class = "mirrored_value_error", regexp = "allow_tf32")
+})

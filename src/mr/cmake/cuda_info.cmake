@@ -7,8 +7,9 @@
 # (the CPU-only device info), and the option MR_CUDA.
 #
 # MR_CUDA=OFF: device_info_none.cpp stays; build_config.h says "no CUDA".
-# MR_CUDA=ON:  enables the CUDA language, swaps device_info_none.cpp for every
-#              source under backends/cuda/ (*.cu, *.cpp), links cudart and cuBLAS,
+# MR_CUDA=ON:  enables the CUDA language, swaps every *_none.cpp (CPU-only
+#              stand-ins) for every *.cu source and backends/cuda/*.cpp, links
+#              cudart and cuBLAS,
 #              and NCCL when found (NCCL_HOME, the CUDA toolkit, system paths;
 #              MR_NCCL=OFF to leave it out).
 # Architectures: MR_CUDA_ARCHITECTURES (default "80-real;90": SASS for sm_80 and
@@ -49,13 +50,14 @@ if(MR_CUDA)
   set(MR_WITH_CUDA 1)
   string(REGEX MATCH "^[0-9]+\\.[0-9]+" MR_CUDA_VERSION "${CUDAToolkit_VERSION}")
 
-  # The CUDA device info replaces the CPU-only one.
+  # Every *_none.cpp is the CPU-only stand-in of a CUDA source: drop them.
   get_target_property(_mr_sources mr_core SOURCES)
-  list(FILTER _mr_sources EXCLUDE REGEX "/core/device_info_none\\.cpp$")
+  list(FILTER _mr_sources EXCLUDE REGEX "_none\\.cpp$")
   set_property(TARGET mr_core PROPERTY SOURCES ${_mr_sources})
   file(GLOB_RECURSE MR_CUDA_SOURCES CONFIGURE_DEPENDS
-    "${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/*.cu"
+    "${CMAKE_CURRENT_SOURCE_DIR}/*.cu"
     "${CMAKE_CURRENT_SOURCE_DIR}/backends/cuda/*.cpp")
+  list(FILTER MR_CUDA_SOURCES EXCLUDE REGEX "/tests/")
   target_sources(mr_core PRIVATE ${MR_CUDA_SOURCES})
   # mr_core was created before enable_language(CUDA), so its CUDA_ARCHITECTURES
   # was not initialised from CMAKE_CUDA_ARCHITECTURES.

@@ -68,6 +68,9 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   // Waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+  // Lets gemm use TF32 tensor cores (10-bit mantissa inputs: results move by
+  // ~1e-3 relative). Off by default; backends without such units ignore it.
+  virtual void set_tf32(bool /*on*/) {}
 
   // ---- element-wise and BLAS ------------------------------------------------
   virtual void fill(int64_t n, float* x, float value) = 0;

@@ -6,8 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "core/backend.h"
 
 namespace mr {
 
@@ -28,5 +31,15 @@ std::string nccl_version();
 // Error(device) for any other CUDA failure.
 int cuda_device_count();
 std::vector<GpuInfo> cuda_devices();
+// Free and total bytes of CUDA device `ordinal` now (Error(device) if it does not exist).
+void cuda_memory(int ordinal, int64_t* free_bytes, int64_t* total_bytes);
+// How devices a and b exchange data: "NVLink" (peer access with native
+// atomics, which CUDA reports only over NVLink), "PCIe P2P" (peer access) or
+// "PCIe via host" (no peer access); "same device" when a == b.
+std::string cuda_link(int a, int b);
+
+// The backend of logical GPU "gpu:<index>" on CUDA device `ordinal`.
+// Error(device) in a CPU-only build.
+std::unique_ptr<Backend> make_cuda_backend(int index, int ordinal);
 
 }  // namespace mr

@@ -96,9 +96,13 @@ void ThreadCommunicator::wait_all(int rank, const char* what) {
 }
 
 void ThreadCommunicator::all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) {
-  if (size_ == 1) return;
   MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread all-reduce needs host memory, got ",
            be.name());
+  all_reduce_host(rank, buf, n);
+}
+
+void ThreadCommunicator::all_reduce_host(int rank, float* buf, int64_t n) {
+  if (size_ == 1) return;
   slots_[static_cast<size_t>(rank)] = buf;
   wait_all(rank, "all-reduce");
   // Reduce-scatter: rank r owns chunk r and sums it over ranks in rank order.
@@ -130,10 +134,14 @@ void ThreadCommunicator::all_reduce_sum(int rank, Backend& be, float* buf, int64
 }
 
 void ThreadCommunicator::broadcast(int rank, int root, Backend& be, float* buf, int64_t n) {
-  if (size_ == 1) return;
-  MR_CHECK(root >= 0 && root < size_, value, "broadcast root ", root, " is not a rank");
   MR_CHECK(be.kind() == DeviceKind::cpu, device, "the thread broadcast needs host memory, got ",
            be.name());
+  broadcast_host(rank, root, buf, n);
+}
+
+void ThreadCommunicator::broadcast_host(int rank, int root, float* buf, int64_t n) {
+  if (size_ == 1) return;
+  MR_CHECK(root >= 0 && root < size_, value, "broadcast root ", root, " is not a rank");
   slots_[static_cast<size_t>(rank)] = buf;
   wait_all(rank, "broadcast");
   if (rank != root)

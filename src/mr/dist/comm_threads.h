@@ -37,8 +37,13 @@ class ThreadCommunicator final : public Communicator {
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override;
   void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) override;
   void barrier(int rank) override { wait_all(rank, "barrier"); }
-  void abort(const std::string& why);
-  void reset();
+  void abort(const std::string& why) override;
+  void reset() override;
+  std::string name() const override { return "thread all-reduce"; }
+  // The same collectives on host buffers, whatever device the data came from
+  // (the host-staged communicator sums its staging buffers with them).
+  void all_reduce_host(int rank, float* buf, int64_t n);
+  void broadcast_host(int rank, int root, float* buf, int64_t n);
   void set_timeout(double seconds);
 
  private:

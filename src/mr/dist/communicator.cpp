@@ -1,5 +1,7 @@
 #include "dist/communicator.h"
 
+#include <algorithm>
+
 #include "dist/comm_threads.h"
 #include "dist/device.h"
 
@@ -12,20 +14,95 @@ class SoloCommunicator final : public Communicator {
   void all_reduce_sum(int, Backend&, float*, int64_t) override {}
   void broadcast(int, int, Backend&, float*, int64_t) override {}
   void barrier(int) override {}
+  std::string name() const override { return "none (one replica)"; }
 };
+
+// See make_staged_communicator(). Staging buffers are per rank, so ranks never
+// share host memory except inside the thread collectives.
+class StagedCommunicator final : public Communicator {
+ public:
+  StagedCommunicator(int size, double timeout)
+      : host_(static_cast<size_t>(size)), inner_(size, timeout) {}
+  int size() const override { return inner_.size(); }
+  void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override {
+    std::vector<float>& h = stage(rank, be, buf, n);
+    inner_.all_reduce_host(rank, h.data(), n);
+    be.upload(buf, h.data(), static_cast<size_t>(n) * sizeof(float));
+  }
+  void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) override {
+    std::vector<float>& h = stage(rank, be, buf, n);
+    inner_.broadcast_host(rank, root, h.data(), n);
+    if (rank != root) be.upload(buf, h.data(), static_cast<size_t>(n) * sizeof(float));
+  }
+  void barrier(int rank) override { inner_.barrier(rank); }
+  void abort(const std::string& why) override { inner_.abort(why); }
+  void reset() override { inner_.reset(); }
+  std::string name() const override { return "host-staged reduction"; }
+
+ private:
+  std::vector<float>& stage(int rank, Backend& be, const float* buf, int64_t n) {
+    std::vector<float>& h = host_.at(static_cast<size_t>(rank));
+    h.resize(static_cast<size_t>(n));
+    be.download(h.data(), buf, static_cast<size_t>(n) * sizeof(float));
+    return h;
+  }
+  std::vector<std::vector<float>> host_;
+  ThreadCommunicator inner_;
+};
+
+void set_note(std::string* note, std::string text) {
+  if (note != nullptr) *note = std::move(text);
+}
 }  // namespace
 
 std::unique_ptr<Communicator> make_solo_communicator() {
   return std::make_unique<SoloCommunicator>();
 }
 
+std::unique_ptr<Communicator> make_staged_communicator(int size, double timeout_seconds) {
+  return std::make_unique<StagedCommunicator>(size, timeout_seconds);
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
-                                                double timeout_seconds) {
+                                                double timeout_seconds, const std::string& ops,
+                                                std::string* note) {
+  set_note(note, "");
+  MR_CHECK(
+      ops.empty() || ops == "nccl" || ops == "hierarchical_copy" || ops == "reduce_to_one_device",
+      value, "unknown cross_device_ops '", ops,
+      "' (expected nccl, hierarchical_copy or reduce_to_one_device)");
   if (devices.size() <= 1) return make_solo_communicator();
-  for (const DeviceSpec& d : devices)
-    MR_CHECK(d.kind == DeviceKind::cpu, device, "replicas on ", d.name(),
-             " need the CUDA communicator, which this build does not have yet");
-  return std::make_unique<ThreadCommunicator>(static_cast<int>(devices.size()), timeout_seconds);
+  const int n = static_cast<int>(devices.size());
+  const bool all_cpu = std::all_of(devices.begin(), devices.end(),
+                                   [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
+  const bool all_gpu = std::none_of(devices.begin(), devices.end(),
+                                    [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
+  MR_CHECK(all_cpu || all_gpu, value,
+           "a strategy's replicas must all be CPUs or all be GPUs, not a mix");
+  if (ops == "reduce_to_one_device") return make_staged_communicator(n, timeout_seconds);
+  if (all_cpu) {
+    MR_CHECK(ops != "nccl", value, "NCCL all-reduce needs GPU devices");
+    return std::make_unique<ThreadCommunicator>(n, timeout_seconds);
+  }
+  std::vector<int> ordinals;
+  for (const DeviceSpec& d : devices) ordinals.push_back(d.cuda_ordinal());
+  std::vector<int> distinct = ordinals;
+  std::sort(distinct.begin(), distinct.end());
+  const bool shared = std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end();
+  if (ops == "hierarchical_copy") return make_peer_communicator(ordinals, timeout_seconds);
+  std::string why;
+  if (shared) {
+    why = "several replicas share one physical GPU, which NCCL cannot reduce across";
+  } else {
+    try {
+      return make_nccl_communicator(ordinals, timeout_seconds);
+    } catch (const Error& e) {
+      why = e.what();
+    }
+  }
+  // Only worth a note when NCCL was asked for or would have been the choice.
+  set_note(note, "NCCL all-reduce is not used (" + why + "); gradients are reduced by peer copies");
+  return make_peer_communicator(ordinals, timeout_seconds);
 }
 
 }  // namespace mr

@@ -26,15 +26,38 @@ class Communicator {
   // failed; reset() readies the communicator again once all ranks stopped.
   virtual void abort(const std::string& /*why*/) {}
   virtual void reset() {}
+  // What reduces: "NCCL", "thread all-reduce", ... (printed for the user).
+  virtual std::string name() const = 0;
 };
 
 // One replica: every collective is the identity.
 std::unique_ptr<Communicator> make_solo_communicator();
 
-// The communicator for replicas on `devices` (one rank per device): the
-// identity for one device, the thread all-reduce for CPU devices.
+// The communicator for replicas on `devices` (one rank per device). `ops`
+// is the strategy's cross_device_ops: "" (choose), "nccl",
+// "hierarchical_copy" or "reduce_to_one_device".
+// - one device: the identity;
+// - CPU devices: the thread all-reduce ("reduce_to_one_device": host-staged);
+// - GPUs: NCCL when built with it and every replica has its own physical GPU,
+//   else the peer-copy all-reduce; "reduce_to_one_device" stages through host
+//   memory. When the choice differs from what `ops` asked for, *note says why
+//   (for the user, once); it is left empty otherwise.
 struct DeviceSpec;
 std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
-                                                double timeout_seconds);
+                                                double timeout_seconds, const std::string& ops = "",
+                                                std::string* note = nullptr);
+
+// Host-staged: each rank downloads its buffer into host memory, the ranks sum
+// there in rank order (as the thread all-reduce does) and upload the result.
+// Works for any backend; the fallback of last resort.
+std::unique_ptr<Communicator> make_staged_communicator(int size, double timeout_seconds);
+
+// GPU communicators (dist/comm_nccl.cu, dist/comm_peer.cu; CPU-only builds
+// link dist/comm_gpu_none.cpp, whose factories throw Error(device)). One rank
+// per entry of `ordinals` (CUDA devices; the peer copy allows repeats).
+std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<int>& ordinals,
+                                                     double timeout_seconds);
+std::unique_ptr<Communicator> make_peer_communicator(const std::vector<int>& ordinals,
+                                                     double timeout_seconds);
 
 }  // namespace mr

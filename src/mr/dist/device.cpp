@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/device_info.h"
 #include "core/error.h"
 
 namespace mr {
@@ -39,8 +40,7 @@ DeviceSpec parse_device(const std::string& text) {
 
 std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
   if (device.kind == DeviceKind::cpu) return make_cpu_backend(device.index, threads);
-  fail(ErrorKind::device, "device ", device.name(),
-       " needs the CUDA backend, which this build of mirrored does not have yet");
+  return make_cuda_backend(device.index, device.cuda_ordinal());
 }
 
 }  // namespace mr

@@ -12,6 +12,10 @@ namespace mr {
 struct DeviceSpec {
   DeviceKind kind = DeviceKind::cpu;
   int index = 0;
+  // GPUs: the CUDA device that holds this logical GPU (-1: the same as index;
+  // set when each physical GPU is split into several logical ones).
+  int ordinal = -1;
+  int cuda_ordinal() const { return ordinal < 0 ? index : ordinal; }
   std::string name() const;  // "cpu:0", "gpu:1"
   bool operator==(const DeviceSpec& o) const { return kind == o.kind && index == o.index; }
 };

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include "core/device_info.h"
 #include "core/error.h"
 
 namespace mr {
@@ -23,4 +26,23 @@ std::string io_error(F&& f) {
   return "";
 }
 
+// MIRRORED_TEST_CUDA=1 (the GPU machine's run) turns "no GPU, skipped" into a
+// failure, so that a broken driver or build cannot pass as skipped tests.
+inline bool gpu_required() {
+  const char* v = std::getenv("MIRRORED_TEST_CUDA");
+  return v != nullptr && std::strcmp(v, "1") == 0;
+}
+
 }  // namespace mr
+
+// Skips the test without a CUDA device (fails instead under MIRRORED_TEST_CUDA=1).
+#define MR_REQUIRE_GPUS(n)                                                               \
+  do {                                                                                   \
+    const int have_ = ::mr::cuda_device_count();                                         \
+    if (have_ < (n)) {                                                                   \
+      if (::mr::gpu_required() && (n) == 1)                                              \
+        FAIL() << "MIRRORED_TEST_CUDA=1 but no CUDA device is usable (built with CUDA: " \
+               << ::mr::built_with_cuda() << ")";                                        \
+      GTEST_SKIP() << "needs " << (n) << " CUDA device(s), " << have_ << " visible";     \
+    }                                                                                    \
+  } while (0)

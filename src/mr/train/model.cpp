@@ -32,8 +32,22 @@ struct Model::Replica {
   double* a() { return static_cast<double*>(acc.get()); }
 };
 
+namespace {
+PlacementOptions threads_and_timeout(int threads, double timeout) {
+  PlacementOptions o;
+  o.threads_per_replica = threads;
+  o.collective_timeout = timeout;
+  return o;
+}
+}  // namespace
+
 Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
              int threads_per_replica, double collective_timeout, bool initialize)
+    : Model(std::move(graph), std::move(devices),
+            threads_and_timeout(threads_per_replica, collective_timeout), initialize) {}
+
+Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
+             const PlacementOptions& options, bool initialize)
     : graph_(std::move(graph)), devices_(std::move(devices)) {
   MR_CHECK(graph_ != nullptr, internal, "no graph");
   MR_CHECK(!devices_.empty(), value, "a model needs at least one device");
@@ -41,13 +55,19 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     for (size_t j = 0; j < i; ++j)
       MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(),
                " is listed twice");
-  comm_ = make_communicator(devices_, collective_timeout);
+  MR_CHECK(options.logical_per_gpu >= 1, value, "logical GPUs per GPU must be >= 1, got ",
+           options.logical_per_gpu);
+  for (DeviceSpec& d : devices_)
+    if (d.kind == DeviceKind::cuda && d.ordinal < 0) d.ordinal = d.index / options.logical_per_gpu;
+  comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
+                            &comm_note_);
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
   for (size_t i = 0; i < devices_.size(); ++i) {
     auto r = std::make_unique<Replica>();
     r->rank = static_cast<int>(i);
     r->device = devices_[i];
-    r->be = create_backend(devices_[i], std::max(1, threads_per_replica));
+    r->be = create_backend(devices_[i], std::max(1, options.threads_per_replica));
+    if (options.tf32) r->be->set_tf32(true);
     r->exec = std::make_unique<Executor>(*graph_, *r->be);
     r->params = r->be->allocate(bytes);
     r->grads = r->be->allocate(bytes);

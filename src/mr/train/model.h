@@ -32,6 +32,15 @@ struct CompileConfig {
   std::vector<MetricConfig> metrics;
 };
 
+// How a model is placed and reduced, beyond its devices.
+struct PlacementOptions {
+  int threads_per_replica = 1;      // CPU threads of each replica's backend
+  double collective_timeout = 300;  // seconds a replica waits for its peers
+  std::string cross_device_ops;     // see make_communicator()
+  int logical_per_gpu = 1;          // logical GPUs per physical GPU: gpu:k is on k / n
+  bool tf32 = false;                // GPU gemm may use TF32 tensor cores
+};
+
 class Model {
  public:
   // threads_per_replica: CPU threads of each replica's backend;
@@ -41,6 +50,8 @@ class Model {
   // than reading its weights.
   Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
         int threads_per_replica, double collective_timeout = 300.0, bool initialize = true);
+  Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
+        const PlacementOptions& options, bool initialize = true);
   ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
@@ -48,6 +59,10 @@ class Model {
   const Graph& graph() const { return *graph_; }
   int replicas() const { return static_cast<int>(replicas_.size()); }
   const std::vector<DeviceSpec>& devices() const { return devices_; }
+  // What all-reduces the gradients ("NCCL", "thread all-reduce", ...), and why
+  // it is not what the strategy asked for ("" when it is).
+  std::string communicator_name() const { return comm_->name(); }
+  const std::string& communicator_note() const { return comm_note_; }
 
   // Flat parameters (Graph layout) of replica `rank`.
   std::vector<float> get_params(int rank = 0) const;
@@ -107,6 +122,7 @@ class Model {
   std::shared_ptr<const Graph> graph_;
   std::vector<DeviceSpec> devices_;
   std::unique_ptr<Communicator> comm_;
+  std::string comm_note_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   CompileConfig config_;
   bool compiled_ = false;

@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "backends/common/kernel_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -14,16 +15,6 @@
 namespace mr {
 
 namespace {
-
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-inline float sigmoid(float x) {
-  // Stable on both tails: exp never overflows.
-  if (x >= 0.0f) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
-  return e / (1.0f + e);
-}
 
 // Row-wise softmax, max-subtracted; outputs below FLT_MIN are set to exactly 0
 // (subnormal probabilities would otherwise slow down every later op on them).
@@ -74,7 +65,7 @@ void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, 
       return;
     case Activation::sigmoid:
       cpu::for_range(team_, n, cpu::kElementwiseGrain / 4, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) y[i] = sigmoid(x[i]);
+        for (int64_t i = b; i < e; ++i) y[i] = kmath::sigmoid(x[i]);
       });
       return;
     case Activation::tanh:
@@ -91,7 +82,7 @@ void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, 
     case Activation::gelu:
       MR_CHECK(x != y, internal, "gelu cannot run in place");
       cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) y[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * kInvSqrt2));
+        for (int64_t i = b; i < e; ++i) y[i] = kmath::gelu(x[i]);
       });
       return;
   }
@@ -127,14 +118,8 @@ void CpuBackend::activation_backward(Activation act, int64_t rows, int64_t cols,
       });
       return;
     case Activation::gelu:
-      // d/dx [x Phi(x)] = Phi(x) + x phi(x).
       cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) {
-          const float xi = x[i];
-          const float cdf = 0.5f * (1.0f + std::erf(xi * kInvSqrt2));
-          const float pdf = kInvSqrt2Pi * std::exp(-0.5f * xi * xi);
-          dx[i] = dy[i] * (cdf + xi * pdf);
-        }
+        for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * kmath::gelu_grad(x[i]);
       });
       return;
   }

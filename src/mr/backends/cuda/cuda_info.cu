@@ -68,4 +68,34 @@ std::vector<GpuInfo> cuda_devices() {
   return out;
 }
 
+void cuda_memory(int ordinal, int64_t* free_bytes, int64_t* total_bytes) {
+  const int n = cuda_device_count();
+  MR_CHECK(ordinal >= 0 && ordinal < n, device, "there is no CUDA device ", ordinal, " (", n,
+           " visible)");
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = ordinal;
+  size_t f = 0, t = 0;
+  cudaError_t st = cudaSetDevice(ordinal);
+  if (st == cudaSuccess) st = cudaMemGetInfo(&f, &t);
+  cudaSetDevice(current);
+  if (st != cudaSuccess)
+    fail(ErrorKind::device, "cudaMemGetInfo on CUDA device ", ordinal,
+         " failed: ", cudaGetErrorString(st));
+  *free_bytes = static_cast<int64_t>(f);
+  *total_bytes = static_cast<int64_t>(t);
+}
+
+std::string cuda_link(int a, int b) {
+  if (a == b) return "same device";
+  int access = 0, atomics = 0;
+  if (cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, a, b) != cudaSuccess ||
+      cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, a, b) !=
+          cudaSuccess) {
+    cudaGetLastError();
+    return "unknown";
+  }
+  if (access && atomics) return "NVLink";
+  return access ? "PCIe P2P" : "PCIe via host";
+}
+
 }  // namespace mr

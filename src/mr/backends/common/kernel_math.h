@@ -1,0 +1,228 @@
+// Per-row loss, metric and activation formulas, shared by the CPU and CUDA backends (MR_HD):
+// both backends compute the same arithmetic in the same order for a row; they
+// differ only in how rows are spread over threads and how row values are summed.
+// Keras 3 (TensorFlow backend) semantics:
+// - sparse CE, logits: logsumexp(z) - z[y]; probabilities: c = clip(p, eps,
+//   1 - eps), loss = log(sum c) - log(c[y]) (Keras clips, takes the log and
+//   feeds it to sparse_softmax_cross_entropy_with_logits, which normalises).
+// - categorical CE, logits: sum_j t_j (logsumexp(z) - z_j); probabilities:
+//   q = p / sum(p), c = clip(q, eps, 1 - eps), loss = -sum_j t_j log(c_j).
+// - binary CE, per element then the mean over cols; probabilities:
+//   c = clip(p), -(t log c + (1 - t) log(1 - c)); logits: the stable
+//   max(z, 0) - z t + log(1 + exp(-|z|)).
+// - MSE: mean over cols of (p - t)^2.
+// Gradients are those of the per-sample value (clip passes gradient where its
+// input lies inside [eps, 1 - eps], as tf.clip_by_value does), times grad_scale.
+// eps = 1e-7 (keras.config.epsilon()).
+//
+// Device code cannot throw: a class index outside 0..cols-1 makes a row
+// function return 0 and set *bad; each backend turns that into mr::Error.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "core/backend.h"
+#include "core/hd.h"
+
+namespace mr {
+namespace kmath {
+
+constexpr float kEps = 1e-7f;
+constexpr float kOneMinusEps = static_cast<float>(1.0 - 1e-7);
+
+MR_HD bool inside_clip(float p) { return p >= kEps && p <= kOneMinusEps; }
+MR_HD float clip(float p) { return p < kEps ? kEps : (p > kOneMinusEps ? kOneMinusEps : p); }
+
+// -1 unless v is an integer in 0..cols-1 (NaN fails both comparisons).
+MR_HD int64_t class_index(float v, int64_t cols) {
+  if (!(v >= 0.0f && v < static_cast<float>(cols) && floorf(v) == v)) return -1;
+  return static_cast<int64_t>(v);
+}
+
+// log(sum_j exp(z_j)), max-subtracted, in double.
+MR_HD double logsumexp(const float* z, int64_t cols) {
+  float mx = z[0];
+  for (int64_t c = 1; c < cols; ++c) mx = z[c] > mx ? z[c] : mx;
+  double s = 0.0;
+  for (int64_t c = 0; c < cols; ++c) s += exp(static_cast<double>(z[c]) - mx);
+  return static_cast<double>(mx) + log(s);
+}
+
+// One row: z = pred row, t = target row (sparse CE: t[0] is the class), d =
+// gradient row or null. Returns the per-sample loss.
+MR_HD double sparse_ce_row(int64_t cols, const float* z, const float* t, float gs, float* d,
+                           bool logits, bool* bad) {
+  const int64_t y = class_index(t[0], cols);
+  if (y < 0) {
+    *bad = true;
+    return 0.0;
+  }
+  if (logits) {
+    const double lse = logsumexp(z, cols);
+    if (d)
+      for (int64_t c = 0; c < cols; ++c) {
+        const double p = exp(static_cast<double>(z[c]) - lse);
+        d[c] = static_cast<float>(gs * (p - (c == y ? 1.0 : 0.0)));
+      }
+    return lse - z[y];
+  }
+  double s = 0.0;
+  for (int64_t c = 0; c < cols; ++c) s += clip(z[c]);
+  const double cy = clip(z[y]);
+  if (d)
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = 1.0 / s - (c == y ? 1.0 / cy : 0.0);
+      d[c] = inside_clip(z[c]) ? static_cast<float>(gs * g) : 0.0f;
+    }
+  return log(s) - log(cy);
+}
+
+MR_HD double categorical_ce_row(int64_t cols, const float* z, const float* t, float gs, float* d,
+                                bool logits) {
+  if (logits) {
+    const double lse = logsumexp(z, cols);
+    double tsum = 0.0, loss = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      tsum += t[c];
+      loss += static_cast<double>(t[c]) * (lse - z[c]);
+    }
+    if (d)
+      for (int64_t c = 0; c < cols; ++c) {
+        const double p = exp(static_cast<double>(z[c]) - lse);
+        d[c] = static_cast<float>(gs * (p * tsum - t[c]));
+      }
+    return loss;
+  }
+  double s = 0.0;
+  for (int64_t c = 0; c < cols; ++c) s += z[c];
+  double loss = 0.0, gq_dot_q = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const float q = static_cast<float>(z[c] / s);
+    const double cq = clip(q);
+    loss -= static_cast<double>(t[c]) * log(cq);
+    if (d) {
+      // dL/dq_c, kept in d until the normalisation's Jacobian is applied.
+      const double gq = inside_clip(q) ? -static_cast<double>(t[c]) / cq : 0.0;
+      gq_dot_q += gq * (z[c] / s);
+      d[c] = static_cast<float>(gq);
+    }
+  }
+  // q_j = p_j / s  =>  dL/dp_i = (dL/dq_i - sum_j dL/dq_j q_j) / s.
+  if (d)
+    for (int64_t c = 0; c < cols; ++c)
+      d[c] = static_cast<float>(gs * (static_cast<double>(d[c]) - gq_dot_q) / s);
+  return loss;
+}
+
+MR_HD double binary_ce_row(int64_t cols, const float* z, const float* t, float gs, float* d,
+                           bool logits) {
+  const double inv_cols = 1.0 / static_cast<double>(cols);
+  double sum = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double tc = t[c];
+    if (logits) {
+      const double x = z[c];
+      sum += (x > 0.0 ? x : 0.0) - x * tc + log1p(exp(-fabs(x)));
+      if (d) {
+        const double sg = x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
+        d[c] = static_cast<float>(gs * (sg - tc) * inv_cols);
+      }
+    } else {
+      const double p = clip(z[c]);
+      sum -= tc * log(p) + (1.0 - tc) * log(1.0 - p);
+      if (d)
+        d[c] = inside_clip(z[c])
+                   ? static_cast<float>(gs * (-tc / p + (1.0 - tc) / (1.0 - p)) * inv_cols)
+                   : 0.0f;
+    }
+  }
+  return sum * inv_cols;
+}
+
+MR_HD double mse_row(int64_t cols, const float* p, const float* t, float gs, float* d) {
+  const double inv_cols = 1.0 / static_cast<double>(cols);
+  double sum = 0.0;
+  for (int64_t c = 0; c < cols; ++c) {
+    const double e = static_cast<double>(p[c]) - t[c];
+    sum += e * e;
+    if (d) d[c] = static_cast<float>(gs * 2.0 * e * inv_cols);
+  }
+  return sum * inv_cols;
+}
+
+// The per-sample loss of row r (and its gradient into dpred's row r).
+MR_HD double loss_row(LossKind kind, bool logits, int64_t r, int64_t cols, const float* pred,
+                      const float* target, float gs, float* dpred, bool* bad) {
+  const float* z = pred + r * cols;
+  float* d = dpred ? dpred + r * cols : nullptr;
+  switch (kind) {
+    case LossKind::sparse_categorical_crossentropy:
+      return sparse_ce_row(cols, z, target + r, gs, d, logits, bad);
+    case LossKind::categorical_crossentropy:
+      return categorical_ce_row(cols, z, target + r * cols, gs, d, logits);
+    case LossKind::binary_crossentropy:
+      return binary_ce_row(cols, z, target + r * cols, gs, d, logits);
+    case LossKind::mean_squared_error:
+      return mse_row(cols, z, target + r * cols, gs, d);
+  }
+  return 0.0;
+}
+
+// Index of the first maximum (as argmax); NaNs never win.
+MR_HD int64_t argmax(const float* x, int64_t cols) {
+  int64_t best = 0;
+  for (int64_t c = 1; c < cols; ++c)
+    if (x[c] > x[best] || (x[best] != x[best] && x[c] == x[c])) best = c;
+  return best;
+}
+
+// The per-sample metric value of row r.
+MR_HD double metric_row(MetricKind kind, float threshold, int64_t r, int64_t cols,
+                        const float* pred, const float* target) {
+  const float* p = pred + r * cols;
+  switch (kind) {
+    case MetricKind::sparse_categorical_accuracy:
+      // Keras casts argmax to the label's dtype and compares: a label out of
+      // range simply never matches.
+      return static_cast<float>(argmax(p, cols)) == target[r] ? 1.0 : 0.0;
+    case MetricKind::categorical_accuracy:
+      return argmax(p, cols) == argmax(target + r * cols, cols) ? 1.0 : 0.0;
+    case MetricKind::binary_accuracy: {
+      // Keras: mean(y_true == cast(y_pred > threshold)).
+      const float* t = target + r * cols;
+      int64_t hits = 0;
+      for (int64_t c = 0; c < cols; ++c) hits += t[c] == (p[c] > threshold ? 1.0f : 0.0f);
+      return static_cast<double>(hits) / static_cast<double>(cols);
+    }
+    case MetricKind::mean_absolute_error: {
+      const float* t = target + r * cols;
+      double e = 0.0;
+      for (int64_t c = 0; c < cols; ++c) e += fabs(static_cast<double>(p[c]) - t[c]);
+      return e / static_cast<double>(cols);
+    }
+  }
+  return 0.0;
+}
+
+// ---- activations ------------------------------------------------------------
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+
+MR_HD float sigmoid(float x) {
+  // Stable on both tails: exp never overflows.
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+MR_HD float gelu(float x) { return 0.5f * x * (1.0f + erff(x * kInvSqrt2)); }
+// d/dx [x Phi(x)] = Phi(x) + x phi(x).
+MR_HD float gelu_grad(float x) {
+  const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
+  return cdf + x * pdf;
+}
+
+}  // namespace kmath
+}  // namespace mr

@@ -1,0 +1,177 @@
+// The CUDA backend: one per replica ("gpu:<index>"), on CUDA device `ordinal`
+// (several logical GPUs may share one ordinal). Every op is issued on the
+// replica's compute stream and returns without waiting for the GPU; only
+// download() and synchronize() wait. Invariants:
+// - every public method first makes `ordinal` the calling thread's current
+//   device (ops come from the replica's worker thread and from R's thread);
+// - upload() has copied host_src when it returns (into pinned staging memory),
+//   so callers may reuse their buffer at once while the copy is still queued;
+// - reductions (bias_grad, loss, metric) sum in a fixed order for a given
+//   shape: no atomics whose order changes sums, so replicas stay bit-identical;
+// - a class index outside 0..cols-1 cannot throw on the device: the loss
+//   kernel records the first bad row and the next download()/synchronize()
+//   throws mr::Error (value) naming it.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+
+namespace mr {
+
+// Throws mr::Error (device) naming the call and the device unless st is a success.
+void cuda_check(cudaError_t st, const char* call, int ordinal);
+void cublas_check(cublasStatus_t st, const char* call, int ordinal);
+#define MR_CUDA_CALL(call, ordinal) ::mr::cuda_check((call), #call, (ordinal))
+#define MR_CUBLAS_CALL(call, ordinal) ::mr::cublas_check((call), #call, (ordinal))
+
+// Makes `ordinal` the calling thread's current device. Not restored after:
+// each replica's worker thread only ever uses its own device, and every entry
+// point sets the device it needs.
+void use_device(int ordinal);
+
+// Device memory of one backend: blocks are rounded to size classes and kept
+// on free lists when released, so that the growth of a workspace or a target
+// buffer does not cost a cudaMalloc (which synchronises the device) on every
+// step. Everything is returned to CUDA when the allocator dies.
+class CachingAllocator {
+ public:
+  explicit CachingAllocator(int ordinal) : ordinal_(ordinal) {}
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  // Returns a block of at least `bytes` (256-byte aligned, not zeroed).
+  void* take(size_t bytes);
+  void give_back(void* p) noexcept;
+  size_t bytes_in_use() const { return in_use_; }
+  size_t bytes_cached() const { return cached_; }
+  static size_t size_class(size_t bytes);
+
+ private:
+  int ordinal_;
+  std::multimap<size_t, void*> free_;  // size class -> block
+  std::map<void*, size_t> live_;       // block -> size class
+  size_t in_use_ = 0, cached_ = 0;
+};
+
+// Pinned host memory for uploads: a ring of slots, each reusable once the copy
+// that read it has completed (its event), so uploads never wait for the GPU
+// unless it is a whole ring behind.
+class PinnedRing {
+ public:
+  PinnedRing(int ordinal, int slots);
+  ~PinnedRing();
+  PinnedRing(const PinnedRing&) = delete;
+  PinnedRing& operator=(const PinnedRing&) = delete;
+
+  // Copies `bytes` of src into the next slot and queues its copy to dst on
+  // `stream`.
+  void upload(cudaStream_t stream, void* dst, const void* src, size_t bytes);
+
+ private:
+  struct Slot {
+    void* host = nullptr;
+    size_t capacity = 0;
+    cudaEvent_t done = nullptr;
+    bool pending = false;
+  };
+  int ordinal_;
+  std::vector<Slot> slots_;
+  size_t next_ = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  // index: the logical GPU ("gpu:<index>"); ordinal: the CUDA device.
+  CudaBackend(int index, int ordinal);
+  ~CudaBackend() override;
+
+  DeviceKind kind() const override { return DeviceKind::cuda; }
+  std::string name() const override { return "gpu:" + std::to_string(index_); }
+  int ordinal() const { return ordinal_; }
+  cudaStream_t stream() const { return stream_; }
+  // TF32 tensor-core math in gemm (off unless asked for: it changes results).
+  void set_tf32(bool on) override;
+  const CachingAllocator& allocator() const { return *alloc_; }
+
+  DeviceBuffer allocate(size_t bytes) override;
+  void release(void* p) noexcept override;
+  void upload(void* dst, const void* host_src, size_t bytes) override;
+  void download(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void synchronize() override;
+
+  void fill(int64_t n, float* x, float value) override;
+  void axpy(int64_t n, float alpha, const float* x, float* y) override;
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+            int64_t ldc) override;
+  void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) override;
+  void bias_grad(int64_t rows, int64_t cols, const float* dy, float* db, bool accumulate) override;
+
+  void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
+                          float* y) override;
+  void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
+                           const float* y, const float* dy, float* dx) override;
+
+  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+                       uint32_t stream, int64_t row_offset, const float* x, float* mask,
+                       float* y) override;
+  void multiply(int64_t n, const float* a, const float* b, float* out) override;
+
+  void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
+            const float* target, float grad_scale, float* dpred, double* loss_acc) override;
+  void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,
+              const float* target, double* acc) override;
+
+  void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                  bool nesterov, float wd_lr) override;
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
+                   float alpha, float beta1, float beta2, float epsilon, float wd_lr) override;
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom, float lr,
+                      float rho, float momentum, float epsilon, float wd_lr) override;
+
+  // Block partials of a row reduction (loss, metric): grows on demand.
+  double* reduction_scratch(int64_t blocks);
+  // Device word where the loss records its first bad label (see above).
+  unsigned long long* label_status() { return static_cast<unsigned long long*>(status_.get()); }
+
+ private:
+  // Throws if a loss recorded a bad label; called after the stream is idle.
+  void check_status();
+
+  int index_;
+  int ordinal_;
+  bool tf32_ = false;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t blas_ = nullptr;
+  std::unique_ptr<CachingAllocator> alloc_;
+  std::unique_ptr<PinnedRing> pinned_;
+  // Declared after the allocator: freed before it.
+  DeviceBuffer scratch_{nullptr, DeviceFree{}};
+  int64_t scratch_blocks_ = 0;
+  DeviceBuffer status_{nullptr, DeviceFree{}};
+  int64_t status_cols_ = 0;    // cols of the last sparse loss, for the message
+  bool status_armed_ = false;  // a sparse loss ran since the last check
+};
+
+namespace cuda {
+constexpr int kThreads = 256;
+// Blocks for n elements at kThreads per block, capped (kernels grid-stride).
+inline unsigned blocks_for(int64_t n, int64_t cap = 4096) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 1 ? 1 : (b > cap ? cap : b));
+}
+// Checks the launch that was just issued (configuration errors).
+void check_launch(const char* kernel, int ordinal);
+}  // namespace cuda
+
+}  // namespace mr

@@ -1,0 +1,248 @@
+// CUDA backend: status checks, device memory (caching allocator), pinned
+// upload staging, transfers, the backend's life cycle and its factory.
+#include <cstring>
+#include <limits>
+
+#include "backends/cuda/cuda_backend.h"
+#include "core/device_info.h"
+#include "core/error.h"
+
+namespace mr {
+
+void cuda_check(cudaError_t st, const char* call, int ordinal) {
+  if (st == cudaSuccess) return;
+  fail(ErrorKind::device, call, " failed on CUDA device ", ordinal, ": ", cudaGetErrorName(st),
+       " (", cudaGetErrorString(st), ")");
+}
+
+void cublas_check(cublasStatus_t st, const char* call, int ordinal) {
+  if (st == CUBLAS_STATUS_SUCCESS) return;
+  fail(ErrorKind::device, call, " failed on CUDA device ", ordinal, ": ",
+       cublasGetStatusString(st));
+}
+
+void use_device(int ordinal) {
+  int current = -1;
+  MR_CUDA_CALL(cudaGetDevice(&current), ordinal);
+  if (current != ordinal) MR_CUDA_CALL(cudaSetDevice(ordinal), ordinal);
+}
+
+namespace cuda {
+void check_launch(const char* kernel, int ordinal) {
+  const cudaError_t st = cudaGetLastError();
+  if (st != cudaSuccess) cuda_check(st, kernel, ordinal);
+}
+}  // namespace cuda
+
+// ---- caching allocator --------------------------------------------------------
+
+size_t CachingAllocator::size_class(size_t bytes) {
+  // 512-byte steps up to 1 MiB, then 1 MiB steps: a grown workspace reuses a
+  // block of its exact class, and no class wastes more than 1 MiB.
+  constexpr size_t kSmall = 512, kLarge = size_t{1} << 20;
+  if (bytes == 0) return kSmall;
+  if (bytes <= kLarge) return (bytes + kSmall - 1) / kSmall * kSmall;
+  return (bytes + kLarge - 1) / kLarge * kLarge;
+}
+
+void* CachingAllocator::take(size_t bytes) {
+  const size_t cls = size_class(bytes);
+  auto it = free_.find(cls);
+  if (it != free_.end()) {
+    void* p = it->second;
+    free_.erase(it);
+    cached_ -= cls;
+    live_.emplace(p, cls);
+    in_use_ += cls;
+    return p;
+  }
+  void* p = nullptr;
+  cudaError_t st = cudaMalloc(&p, cls);
+  if (st == cudaErrorMemoryAllocation) {
+    // Return every cached block to CUDA and try once more.
+    cudaGetLastError();
+    for (auto& kv : free_) cudaFree(kv.second);
+    free_.clear();
+    cached_ = 0;
+    st = cudaMalloc(&p, cls);
+    if (st == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      fail(ErrorKind::device, "out of GPU memory on CUDA device ", ordinal_, " allocating ", bytes,
+           " bytes (", in_use_, " bytes in use by this replica)");
+    }
+  }
+  cuda_check(st, "cudaMalloc", ordinal_);
+  live_.emplace(p, cls);
+  in_use_ += cls;
+  return p;
+}
+
+void CachingAllocator::give_back(void* p) noexcept {
+  auto it = live_.find(p);
+  if (it == live_.end()) return;
+  free_.emplace(it->second, p);
+  cached_ += it->second;
+  in_use_ -= it->second;
+  live_.erase(it);
+}
+
+CachingAllocator::~CachingAllocator() {
+  // Destructors must not throw: errors here (a lost context) are ignored.
+  if (cudaSetDevice(ordinal_) != cudaSuccess) return;
+  for (auto& kv : free_) cudaFree(kv.second);
+  for (auto& kv : live_) cudaFree(kv.first);
+}
+
+// ---- pinned staging -------------------------------------------------------------
+
+PinnedRing::PinnedRing(int ordinal, int slots) : ordinal_(ordinal), slots_(slots) {
+  for (Slot& s : slots_)
+    MR_CUDA_CALL(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), ordinal_);
+}
+
+PinnedRing::~PinnedRing() {
+  if (cudaSetDevice(ordinal_) != cudaSuccess) return;
+  for (Slot& s : slots_) {
+    if (s.pending) cudaEventSynchronize(s.done);
+    if (s.done) cudaEventDestroy(s.done);
+    if (s.host) cudaFreeHost(s.host);
+  }
+}
+
+void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t bytes) {
+  Slot& s = slots_[next_];
+  next_ = (next_ + 1) % slots_.size();
+  if (s.pending) MR_CUDA_CALL(cudaEventSynchronize(s.done), ordinal_);
+  s.pending = false;
+  if (s.capacity < bytes) {
+    if (s.host) MR_CUDA_CALL(cudaFreeHost(s.host), ordinal_);
+    s.host = nullptr;
+    s.capacity = 0;
+    const size_t cap = (bytes + (size_t{1} << 16) - 1) >> 16 << 16;
+    MR_CUDA_CALL(cudaHostAlloc(&s.host, cap, cudaHostAllocPortable), ordinal_);
+    s.capacity = cap;
+  }
+  std::memcpy(s.host, src, bytes);
+  MR_CUDA_CALL(cudaMemcpyAsync(dst, s.host, bytes, cudaMemcpyHostToDevice, stream), ordinal_);
+  MR_CUDA_CALL(cudaEventRecord(s.done, stream), ordinal_);
+  s.pending = true;
+}
+
+// ---- the backend ----------------------------------------------------------------
+
+namespace {
+// Uploads up to this size go through the pinned ring; larger ones (whole
+// weight sets) are rare and would keep that much pinned memory alive.
+constexpr size_t kPinnedMax = size_t{64} << 20;
+constexpr int kPinnedSlots = 8;
+}  // namespace
+
+CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordinal) {
+  const int count = cuda_device_count();
+  MR_CHECK(ordinal >= 0 && ordinal < count, device, "gpu:", index, " needs CUDA device ", ordinal,
+           ", but ", count, " CUDA device(s) are visible");
+  use_device(ordinal_);
+  MR_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ordinal_);
+  MR_CUBLAS_CALL(cublasCreate(&blas_), ordinal_);
+  MR_CUBLAS_CALL(cublasSetStream(blas_, stream_), ordinal_);
+  MR_CUBLAS_CALL(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), ordinal_);
+  alloc_ = std::make_unique<CachingAllocator>(ordinal_);
+  pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots);
+  status_ = allocate(sizeof(unsigned long long));
+  MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
+}
+
+CudaBackend::~CudaBackend() {
+  if (cudaSetDevice(ordinal_) != cudaSuccess) return;
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (blas_) cublasDestroy(blas_);
+  // Buffers this backend still owns go back to the allocator (members), then
+  // the allocator frees everything; the stream must be gone last.
+  status_.reset();
+  scratch_.reset();
+  pinned_.reset();
+  alloc_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::set_tf32(bool on) {
+  use_device(ordinal_);
+  MR_CUBLAS_CALL(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+                 ordinal_);
+  tf32_ = on;
+}
+
+DeviceBuffer CudaBackend::allocate(size_t bytes) {
+  use_device(ordinal_);
+  void* p = alloc_->take(bytes);
+  DeviceBuffer buf(p, DeviceFree{this});
+  // Zeroed in stream order: a reused block may still be read by queued work.
+  MR_CUDA_CALL(cudaMemsetAsync(p, 0, CachingAllocator::size_class(bytes), stream_), ordinal_);
+  return buf;
+}
+
+void CudaBackend::release(void* p) noexcept {
+  // Stream order makes reuse safe: the next owner's work is queued after
+  // every op that used the block.
+  if (alloc_) alloc_->give_back(p);
+}
+
+void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  if (bytes == 0) return;
+  use_device(ordinal_);
+  if (bytes <= kPinnedMax) {
+    pinned_->upload(stream_, dst, host_src, bytes);
+    return;
+  }
+  MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_);
+  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+}
+
+void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  use_device(ordinal_);
+  if (bytes > 0)
+    MR_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_);
+  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+  check_status();
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0 || dst == src) return;
+  use_device(ordinal_);
+  MR_CUDA_CALL(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_), ordinal_);
+}
+
+void CudaBackend::synchronize() {
+  use_device(ordinal_);
+  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+  check_status();
+}
+
+double* CudaBackend::reduction_scratch(int64_t blocks) {
+  if (blocks > scratch_blocks_) {
+    scratch_ = allocate(static_cast<size_t>(blocks) * sizeof(double));
+    scratch_blocks_ = blocks;
+  }
+  return static_cast<double*>(scratch_.get());
+}
+
+void CudaBackend::check_status() {
+  if (!status_armed_) return;
+  status_armed_ = false;
+  unsigned long long word = 0;
+  MR_CUDA_CALL(cudaMemcpy(&word, status_.get(), sizeof(word), cudaMemcpyDeviceToHost), ordinal_);
+  if (word == std::numeric_limits<unsigned long long>::max()) return;
+  MR_CUDA_CALL(cudaMemset(status_.get(), 0xFF, sizeof(word)), ordinal_);
+  // High word: the row; low word: the label's bits (see cuda_loss.cu).
+  const auto row = static_cast<int64_t>(word >> 32);
+  const auto bits = static_cast<uint32_t>(word & 0xFFFFFFFFu);
+  float label = 0.0f;
+  std::memcpy(&label, &bits, sizeof(label));
+  fail(ErrorKind::value, "label ", label, " at row ", row, " is outside 0..", status_cols_ - 1);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int index, int ordinal) {
+  return std::make_unique<CudaBackend>(index, ordinal);
+}
+
+}  // namespace mr
