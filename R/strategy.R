@@ -221,7 +221,7 @@ get_strategy <- function() {
 default_strategy <- function() {
   if (is.null(.strategies$default)) {
     device <- if (physical_gpu_count() > 0) "gpu:0" else "cpu:0"
-    .strategies$default <- MirroredStrategy$new(device, "none (one replica)", "default strategy")
+    .strategies$default <- MirroredStrategy$new(device, "", "default strategy")
   }
   .strategies$default
 }
