@@ -62,11 +62,13 @@ __global__ void act_backward_kernel(Activation act, int64_t n, const float* x, c
   }
 }
 
-__device__ float warp_max(float v) {
+// __forceinline__: an out-of-line __device__ function gets a host stub that
+// calls exit(), which R CMD check rejects in a package.
+__device__ __forceinline__ float warp_max(float v) {
   for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xFFFFFFFFu, v, off));
   return v;
 }
-__device__ float warp_sum(float v) {
+__device__ __forceinline__ float warp_sum(float v) {
   for (int off = 16; off > 0; off >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, off);
   return v;
 }

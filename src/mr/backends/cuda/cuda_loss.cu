@@ -16,7 +16,8 @@ namespace {
 
 constexpr int kRowsPerBlock = 256;
 
-__device__ void block_sum_to(double v, double* out) {
+// __forceinline__: no host stub calling exit() (see cuda_activation.cu).
+__device__ __forceinline__ void block_sum_to(double v, double* out) {
   __shared__ double part[kRowsPerBlock];
   part[threadIdx.x] = v;
   __syncthreads();
