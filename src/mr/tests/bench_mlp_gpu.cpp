@@ -16,31 +16,12 @@
 #include "backends/cuda/cuda_backend.h"
 #include "core/device_info.h"
 #include "core/rng.h"
+#include "tests/graphs.h"
 #include "train/model.h"
 
 using namespace mr;
 
 namespace {
-
-std::shared_ptr<const Graph> vignette_model() {
-  std::vector<GraphNode> nodes;
-  auto add = [&](std::unique_ptr<Layer> l) {
-    GraphNode n;
-    n.name = "n" + std::to_string(nodes.size());
-    n.layer = std::move(l);
-    if (!nodes.empty()) n.inputs = {static_cast<int>(nodes.size()) - 1};
-    nodes.push_back(std::move(n));
-  };
-  Initializer g;
-  g.kind = Initializer::Kind::glorot_uniform;
-  add(make_input_layer(Shape{784}));
-  add(make_dense(256, Activation::relu, true, g, Initializer{}));
-  add(make_dense(256, Activation::relu, true, g, Initializer{}));
-  add(make_dense(10, Activation::linear, true, g, Initializer{}));
-  const int last = static_cast<int>(nodes.size()) - 1;
-  return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0},
-                                       std::vector<int>{last});
-}
 
 double sgemm_ceiling_tflops() {
   CudaBackend be(0, 0);
@@ -74,7 +55,7 @@ int main(int argc, char** argv) {
     PlacementOptions o;
     o.tf32 = tf32;
     DeviceSpec d{DeviceKind::cuda, 0};
-    Model m(vignette_model(), {d}, o);
+    Model m(vignette_mlp(0), {d}, o);
     CompileConfig c;
     c.loss.from_logits = true;
     c.metrics.push_back(MetricConfig{});

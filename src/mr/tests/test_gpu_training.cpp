@@ -16,33 +16,12 @@
 #include "core/device_info.h"
 #include "core/rng.h"
 #include "dist/communicator.h"
+#include "tests/graphs.h"
 #include "tests/test_util.h"
 #include "train/model.h"
 
 namespace mr {
 namespace {
-
-std::shared_ptr<const Graph> vignette_model() {
-  std::vector<GraphNode> nodes;
-  auto add = [&](std::unique_ptr<Layer> l) {
-    GraphNode n;
-    n.name = "n" + std::to_string(nodes.size());
-    n.layer = std::move(l);
-    if (!nodes.empty()) n.inputs = {static_cast<int>(nodes.size()) - 1};
-    nodes.push_back(std::move(n));
-  };
-  Initializer g;
-  g.kind = Initializer::Kind::glorot_uniform;
-  g.seed = 11;
-  add(make_input_layer(Shape{784}));
-  add(make_dense(256, Activation::relu, true, g, Initializer{}));
-  add(make_dropout(0.2, 5));
-  add(make_dense(256, Activation::relu, true, g, Initializer{}));
-  add(make_dense(10, Activation::linear, true, g, Initializer{}));
-  const int last = static_cast<int>(nodes.size()) - 1;
-  return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0},
-                                       std::vector<int>{last});
-}
 
 struct Data {
   int64_t rows;
@@ -60,7 +39,7 @@ Data batch_data(int64_t rows, uint32_t seed) {
 // Weights after 5 steps (batches of 64, the last one 37 rows: uneven slices).
 std::vector<float> train5(std::vector<DeviceSpec> devs, const PlacementOptions& o,
                           std::string* comm = nullptr, std::string* note = nullptr) {
-  Model m(vignette_model(), std::move(devs), o);
+  Model m(vignette_mlp(11, 0.2, 5), std::move(devs), o);
   CompileConfig c;
   c.loss.from_logits = true;
   c.metrics.push_back(MetricConfig{});

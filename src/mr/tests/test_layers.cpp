@@ -9,16 +9,11 @@
 #include "core/error.h"
 #include "nn/executor.h"
 #include "nn/graph.h"
+#include "tests/graphs.h"
 
 namespace mr {
 namespace {
 
-Initializer glorot(uint64_t seed) {
-  Initializer i;
-  i.kind = Initializer::Kind::glorot_uniform;
-  i.seed = seed;
-  return i;
-}
 Initializer small_normal(uint64_t seed) {
   Initializer i;
   i.kind = Initializer::Kind::random_normal;
@@ -34,18 +29,6 @@ struct Case {
   bool from_logits;
   int64_t out_cols;
 };
-
-std::vector<GraphNode> chain(std::vector<std::unique_ptr<Layer>> layers) {
-  std::vector<GraphNode> nodes;
-  for (size_t i = 0; i < layers.size(); ++i) {
-    GraphNode n;
-    n.name = "n" + std::to_string(i);
-    n.layer = std::move(layers[i]);
-    if (i > 0) n.inputs = {static_cast<int>(i - 1)};
-    nodes.push_back(std::move(n));
-  }
-  return nodes;
-}
 
 // Loss of the whole batch (sum of per-sample losses / rows) and, when
 // `grads` is given, the analytic gradients of the flat parameters.
@@ -103,8 +86,8 @@ TEST(LayerGradients, DenseChainWithEveryActivation) {
     std::vector<std::unique_ptr<Layer>> l;
     l.push_back(make_input_layer(Shape{5}));
     l.push_back(make_dense(4, act, true, small_normal(1), small_normal(2)));
-    l.push_back(make_dense(3, Activation::linear, true, glorot(3), small_normal(4)));
-    Graph g(chain(std::move(l)), {0}, {2});
+    l.push_back(make_dense(3, Activation::linear, true, glorot_uniform(3), small_normal(4)));
+    Graph g(chain_nodes(std::move(l)), {0}, {2});
     check_gradients(g, LossKind::sparse_categorical_crossentropy, true, {0, 2, 1, 1}, 4);
   }
 }
@@ -112,9 +95,9 @@ TEST(LayerGradients, DenseChainWithEveryActivation) {
 TEST(LayerGradients, ReluAwayFromTheKink) {
   std::vector<std::unique_ptr<Layer>> l;
   l.push_back(make_input_layer(Shape{6}));
-  l.push_back(make_dense(5, Activation::relu, true, glorot(5), small_normal(6)));
-  l.push_back(make_dense(2, Activation::linear, false, glorot(7), Initializer{}));
-  Graph g(chain(std::move(l)), {0}, {2});
+  l.push_back(make_dense(5, Activation::relu, true, glorot_uniform(5), small_normal(6)));
+  l.push_back(make_dense(2, Activation::linear, false, glorot_uniform(7), Initializer{}));
+  Graph g(chain_nodes(std::move(l)), {0}, {2});
   check_gradients(g, LossKind::mean_squared_error, false, {0.5f, -1, 2, 0.25f, -0.5f, 1}, 3);
 }
 
@@ -122,11 +105,11 @@ TEST(LayerGradients, DropoutActivationFlattenAndSoftmaxOutput) {
   std::vector<std::unique_ptr<Layer>> l;
   l.push_back(make_input_layer(Shape{2, 3}));
   l.push_back(make_flatten());
-  l.push_back(make_dense(6, Activation::linear, true, glorot(8), small_normal(9)));
+  l.push_back(make_dense(6, Activation::linear, true, glorot_uniform(8), small_normal(9)));
   l.push_back(make_activation(Activation::tanh));
   l.push_back(make_dropout(0.4, 11));
-  l.push_back(make_dense(3, Activation::softmax, true, glorot(10), small_normal(12)));
-  Graph g(chain(std::move(l)), {0}, {5});
+  l.push_back(make_dense(3, Activation::softmax, true, glorot_uniform(10), small_normal(12)));
+  Graph g(chain_nodes(std::move(l)), {0}, {5});
   check_gradients(g, LossKind::categorical_crossentropy, false,
                   {1, 0, 0, 0, 0, 1, 0, 1, 0, 0.2f, 0.3f, 0.5f}, 4);
 }
@@ -134,8 +117,8 @@ TEST(LayerGradients, DropoutActivationFlattenAndSoftmaxOutput) {
 TEST(LayerGradients, BinaryCrossentropyOnSigmoidOutput) {
   std::vector<std::unique_ptr<Layer>> l;
   l.push_back(make_input_layer(Shape{4}));
-  l.push_back(make_dense(3, Activation::sigmoid, true, glorot(13), small_normal(14)));
-  Graph g(chain(std::move(l)), {0}, {1});
+  l.push_back(make_dense(3, Activation::sigmoid, true, glorot_uniform(13), small_normal(14)));
+  Graph g(chain_nodes(std::move(l)), {0}, {1});
   check_gradients(g, LossKind::binary_crossentropy, false, {1, 0, 1, 0, 0, 1, 1, 1, 0}, 3);
 }
 
@@ -171,10 +154,10 @@ TEST(LayerGradients, FanOutAccumulatesBothConsumers) {
     nodes.push_back(std::move(n));
   };
   add(make_input_layer(Shape{3}), {});
-  add(make_dense(4, Activation::tanh, true, glorot(1), small_normal(2)), {0});
+  add(make_dense(4, Activation::tanh, true, glorot_uniform(1), small_normal(2)), {0});
   add(make_activation(Activation::sigmoid), {1});
   add(make_activation(Activation::tanh), {1});
-  add(make_dense(2, Activation::linear, true, glorot(3), small_normal(4)), {2});
+  add(make_dense(2, Activation::linear, true, glorot_uniform(3), small_normal(4)), {2});
   Graph g(std::move(nodes), {0}, {4, 3});
   EXPECT_EQ(g.consumers(1), 2);
   CpuBackend be(0, 1);
@@ -200,10 +183,10 @@ TEST(LayerGradients, FanOutAccumulatesBothConsumers) {
 TEST(Graph, ParamLayoutIsAlignedAndInKerasOrder) {
   std::vector<std::unique_ptr<Layer>> l;
   l.push_back(make_input_layer(Shape{784}));
-  l.push_back(make_dense(256, Activation::relu, true, glorot(1), Initializer{}));
-  l.push_back(make_dense(256, Activation::relu, true, glorot(2), Initializer{}));
-  l.push_back(make_dense(10, Activation::linear, true, glorot(3), Initializer{}));
-  Graph g(chain(std::move(l)), {0}, {3});
+  l.push_back(make_dense(256, Activation::relu, true, glorot_uniform(1), Initializer{}));
+  l.push_back(make_dense(256, Activation::relu, true, glorot_uniform(2), Initializer{}));
+  l.push_back(make_dense(10, Activation::linear, true, glorot_uniform(3), Initializer{}));
+  Graph g(chain_nodes(std::move(l)), {0}, {3});
   ASSERT_EQ(g.params().size(), 6u);
   EXPECT_EQ(g.param_count(), 269322);
   EXPECT_EQ(g.params()[0].shape, (Shape{784, 256}));
@@ -234,11 +217,11 @@ TEST(Graph, RejectsCyclesAndBadShapes) {
   nodes.push_back(std::move(in));
   GraphNode d;
   d.name = "d";
-  d.layer = make_dense(2, Activation::linear, true, glorot(1), Initializer{});
+  d.layer = make_dense(2, Activation::linear, true, glorot_uniform(1), Initializer{});
   d.inputs = {1};  // itself
   nodes.push_back(std::move(d));
   EXPECT_THROW(Graph(std::move(nodes), {0}, {1}), Error);
-  EXPECT_THROW(make_dense(0, Activation::linear, true, glorot(1), Initializer{}), Error);
+  EXPECT_THROW(make_dense(0, Activation::linear, true, glorot_uniform(1), Initializer{}), Error);
   EXPECT_THROW(make_dropout(1.0, 1), Error);
   EXPECT_THROW(activation_from_name("swish"), Error);
 }

@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "data/array_source.h"
 #include "dist/comm_threads.h"
+#include "tests/graphs.h"
 #include "train/loop.h"
 #include "train/model.h"
 
@@ -95,24 +96,12 @@ TEST(ThreadCommunicator, BroadcastAndTimeoutNamingTheMissingRank) {
 }
 
 std::shared_ptr<const Graph> mlp(double dropout) {
-  std::vector<GraphNode> nodes;
-  auto add = [&](std::unique_ptr<Layer> l) {
-    GraphNode n;
-    n.name = "n" + std::to_string(nodes.size());
-    n.layer = std::move(l);
-    if (!nodes.empty()) n.inputs = {static_cast<int>(nodes.size()) - 1};
-    nodes.push_back(std::move(n));
-  };
-  Initializer g;
-  g.kind = Initializer::Kind::glorot_uniform;
-  g.seed = 3;
-  add(make_input_layer(Shape{12}));
-  add(make_dense(16, Activation::relu, true, g, Initializer{}));
-  add(make_dropout(dropout, 77));
-  add(make_dense(5, Activation::linear, true, g, Initializer{}));
-  const int last = static_cast<int>(nodes.size()) - 1;
-  return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0},
-                                       std::vector<int>{last});
+  std::vector<std::unique_ptr<Layer>> l;
+  l.push_back(make_input_layer(Shape{12}));
+  l.push_back(make_dense(16, Activation::relu, true, glorot_uniform(3), Initializer{}));
+  l.push_back(make_dropout(dropout, 77));
+  l.push_back(make_dense(5, Activation::linear, true, glorot_uniform(3), Initializer{}));
+  return chain(std::move(l));
 }
 
 std::shared_ptr<ArrayData> data(int64_t rows) {

@@ -1,0 +1,54 @@
+// Model graphs for the C++ tests and benchmarks (no GoogleTest here: the
+// benchmark binaries include it too).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/graph.h"
+
+namespace mr {
+
+// The nodes of a chain: layer k feeds layer k + 1; nodes are named n0, n1, ...
+inline std::vector<GraphNode> chain_nodes(std::vector<std::unique_ptr<Layer>> layers) {
+  std::vector<GraphNode> nodes;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    GraphNode n;
+    n.name = "n" + std::to_string(i);
+    n.layer = std::move(layers[i]);
+    if (i > 0) n.inputs = {static_cast<int>(i - 1)};
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
+// The chain as a graph whose input is the first layer and output the last.
+inline std::shared_ptr<const Graph> chain(std::vector<std::unique_ptr<Layer>> layers) {
+  const int last = static_cast<int>(layers.size()) - 1;
+  return std::make_shared<const Graph>(chain_nodes(std::move(layers)), std::vector<int>{0},
+                                       std::vector<int>{last});
+}
+
+inline Initializer glorot_uniform(uint64_t seed) {
+  Initializer g;
+  g.kind = Initializer::Kind::glorot_uniform;
+  g.seed = seed;
+  return g;
+}
+
+// The vignette's model: 784-256-256-10 (logits), ReLU, Keras' default
+// initializers; `dropout` >= 0 adds a Dropout after the first Dense.
+inline std::shared_ptr<const Graph> vignette_mlp(uint64_t seed, double dropout = -1.0,
+                                                 uint64_t dropout_seed = 0) {
+  std::vector<std::unique_ptr<Layer>> l;
+  l.push_back(make_input_layer(Shape{784}));
+  l.push_back(make_dense(256, Activation::relu, true, glorot_uniform(seed), Initializer{}));
+  if (dropout >= 0.0) l.push_back(make_dropout(dropout, dropout_seed));
+  l.push_back(make_dense(256, Activation::relu, true, glorot_uniform(seed), Initializer{}));
+  l.push_back(make_dense(10, Activation::linear, true, glorot_uniform(seed), Initializer{}));
+  return chain(std::move(l));
+}
+
+}  // namespace mr
