@@ -51,15 +51,13 @@ class CachingAllocator {
   // Returns a block of at least `bytes` (256-byte aligned, not zeroed).
   void* take(size_t bytes);
   void give_back(void* p) noexcept;
-  size_t bytes_in_use() const { return in_use_; }
-  size_t bytes_cached() const { return cached_; }
   static size_t size_class(size_t bytes);
 
  private:
   int ordinal_;
   std::multimap<size_t, void*> free_;  // size class -> block
   std::map<void*, size_t> live_;       // block -> size class
-  size_t in_use_ = 0, cached_ = 0;
+  size_t in_use_ = 0;                  // bytes, for the out-of-memory message
 };
 
 // Pinned host memory for uploads: a ring of slots, each reusable once the copy
@@ -100,7 +98,6 @@ class CudaBackend final : public Backend {
   cudaStream_t stream() const { return stream_; }
   // TF32 tensor-core math in gemm (off unless asked for: it changes results).
   void set_tf32(bool on) override;
-  const CachingAllocator& allocator() const { return *alloc_; }
 
   DeviceBuffer allocate(size_t bytes) override;
   void release(void* p) noexcept override;
@@ -150,7 +147,6 @@ class CudaBackend final : public Backend {
 
   int index_;
   int ordinal_;
-  bool tf32_ = false;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
   std::unique_ptr<CachingAllocator> alloc_;

@@ -51,7 +51,6 @@ void* CachingAllocator::take(size_t bytes) {
   if (it != free_.end()) {
     void* p = it->second;
     free_.erase(it);
-    cached_ -= cls;
     live_.emplace(p, cls);
     in_use_ += cls;
     return p;
@@ -63,7 +62,6 @@ void* CachingAllocator::take(size_t bytes) {
     cudaGetLastError();
     for (auto& kv : free_) cudaFree(kv.second);
     free_.clear();
-    cached_ = 0;
     st = cudaMalloc(&p, cls);
     if (st == cudaErrorMemoryAllocation) {
       cudaGetLastError();
@@ -81,7 +79,6 @@ void CachingAllocator::give_back(void* p) noexcept {
   auto it = live_.find(p);
   if (it == live_.end()) return;
   free_.emplace(it->second, p);
-  cached_ += it->second;
   in_use_ -= it->second;
   live_.erase(it);
 }
@@ -169,7 +166,6 @@ void CudaBackend::set_tf32(bool on) {
   use_device(ordinal_);
   MR_CUBLAS_CALL(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  ordinal_);
-  tf32_ = on;
 }
 
 DeviceBuffer CudaBackend::allocate(size_t bytes) {
