@@ -121,6 +121,10 @@ cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_t
     .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
 }
 
+cpp_communicator_plan <- function(devices, cross_device_ops, logical_per_gpu) {
+    .Call(`_mirrored_cpp_communicator_plan`, devices, cross_device_ops, logical_per_gpu)
+}
+
 cpp_model_communicator <- function(ptr) {
     .Call(`_mirrored_cpp_model_communicator`, ptr)
 }

@@ -32,7 +32,8 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
       cat("<MirroredStrategy> ", self$num_replicas_in_sync, " replica",
           if (self$num_replicas_in_sync != 1) "s", "\n", sep = "")
       cat("  devices: ", paste(device_display(self$devices), collapse = ", "), "\n", sep = "")
-      cat("  all-reduce: ", all_reduce_label(self$devices, self$cross_device_ops, self$logical_per_gpu),
+      plan <- with_core(cpp_communicator_plan(self$devices, self$cross_device_ops, self$logical_per_gpu))
+      cat("  all-reduce: ", plan[["name"]], if (nzchar(plan[["note"]])) paste0(" (", plan[["note"]], ")"),
           "\n", sep = "")
       if (any(startsWith(self$devices, "gpu"))) cat(gpu_topology(self$devices, self$logical_per_gpu), sep = "\n")
       invisible(self)
@@ -150,18 +151,6 @@ resolve_cross_device_ops <- function(x, devices, call = sys.call(-1)) {
     abort_value("{.val nccl} all-reduce needs GPU devices; these are {.val {device_display(devices)}}.", call = call)
   }
   x
-}
-
-# What will all-reduce, as the core chooses it (dist/communicator.cpp); a
-# model's own choice, with the reason for a fallback, is announced when the
-# model is built.
-all_reduce_label <- function(devices, ops, logical_per_gpu) {
-  if (length(devices) == 1) return("none (one replica)")
-  if (identical(ops, "reduce_to_one_device")) return("host-staged reduction (reduce_to_one_device)")
-  if (startsWith(devices[1], "cpu")) return("thread all-reduce (reduce-scatter + all-gather)")
-  if (identical(ops, "hierarchical_copy")) return("peer-copy all-reduce (hierarchical_copy)")
-  if (built_with_nccl() && logical_per_gpu == 1) return("NCCL")
-  "peer-copy all-reduce (NCCL cannot be used here)"
 }
 
 # One line per GPU of a strategy (model, memory) and one for the links

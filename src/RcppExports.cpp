@@ -370,6 +370,19 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_communicator_plan
+Rcpp::CharacterVector cpp_communicator_plan(Rcpp::CharacterVector devices, std::string cross_device_ops, int logical_per_gpu);
+RcppExport SEXP _mirrored_cpp_communicator_plan(SEXP devicesSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type devices(devicesSEXP);
+    Rcpp::traits::input_parameter< std::string >::type cross_device_ops(cross_device_opsSEXP);
+    Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_communicator_plan(devices, cross_device_ops, logical_per_gpu));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_communicator
 Rcpp::CharacterVector cpp_model_communicator(SEXP ptr);
 RcppExport SEXP _mirrored_cpp_model_communicator(SEXP ptrSEXP) {
@@ -758,6 +771,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
+    {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},

@@ -87,6 +87,23 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
   });
 }
 
+// What a strategy's models will all-reduce with: the core's plan for these
+// devices and cross_device_ops (name, and the note when it is not NCCL where
+// NCCL was asked for or would be the default).
+// [[Rcpp::export]]
+Rcpp::CharacterVector cpp_communicator_plan(Rcpp::CharacterVector devices,
+                                            std::string cross_device_ops, int logical_per_gpu) {
+  return guarded([&] {
+    std::vector<mr::DeviceSpec> devs;
+    for (R_xlen_t i = 0; i < devices.size(); ++i)
+      devs.push_back(mr::parse_device(Rcpp::as<std::string>(devices[i])));
+    mr::assign_gpu_ordinals(devs, logical_per_gpu);
+    const mr::CommPlan plan = mr::plan_communicator(devs, cross_device_ops);
+    return Rcpp::CharacterVector::create(Rcpp::Named("name") = mr::comm_kind_name(plan.kind),
+                                         Rcpp::Named("note") = plan.note);
+  });
+}
+
 // What all-reduces this model's gradients, and why that is not what the
 // strategy asked for ("" when it is).
 // [[Rcpp::export]]

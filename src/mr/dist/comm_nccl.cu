@@ -40,7 +40,7 @@ class NcclCommunicator final : public Communicator {
   ~NcclCommunicator() override { destroy(); }
 
   int size() const override { return static_cast<int>(ordinals_.size()); }
-  std::string name() const override { return "NCCL"; }
+  std::string name() const override { return comm_kind_name(CommKind::nccl); }
 
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override {
     Rank& r = begin(rank, be);

@@ -45,7 +45,7 @@ class PeerCommunicator final : public Communicator {
   }
 
   int size() const override { return static_cast<int>(ranks_.size()); }
-  std::string name() const override { return "peer-copy all-reduce"; }
+  std::string name() const override { return comm_kind_name(CommKind::peer); }
 
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override {
     if (size() == 1) return;

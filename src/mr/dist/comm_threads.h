@@ -39,7 +39,7 @@ class ThreadCommunicator final : public Communicator {
   void barrier(int rank) override { wait_all(rank, "barrier"); }
   void abort(const std::string& why) override;
   void reset() override;
-  std::string name() const override { return "thread all-reduce"; }
+  std::string name() const override { return comm_kind_name(CommKind::threads); }
   // The same collectives on host buffers, whatever device the data came from
   // (the host-staged communicator sums its staging buffers with them).
   void all_reduce_host(int rank, float* buf, int64_t n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/device_info.h"
 #include "dist/comm_threads.h"
 #include "dist/device.h"
 
@@ -14,7 +15,7 @@ class SoloCommunicator final : public Communicator {
   void all_reduce_sum(int, Backend&, float*, int64_t) override {}
   void broadcast(int, int, Backend&, float*, int64_t) override {}
   void barrier(int) override {}
-  std::string name() const override { return "none (one replica)"; }
+  std::string name() const override { return comm_kind_name(CommKind::solo); }
 };
 
 // See make_staged_communicator(). Staging buffers are per rank, so ranks never
@@ -37,7 +38,7 @@ class StagedCommunicator final : public Communicator {
   void barrier(int rank) override { inner_.barrier(rank); }
   void abort(const std::string& why) override { inner_.abort(why); }
   void reset() override { inner_.reset(); }
-  std::string name() const override { return "host-staged reduction"; }
+  std::string name() const override { return comm_kind_name(CommKind::staged); }
 
  private:
   std::vector<float>& stage(int rank, Backend& be, const float* buf, int64_t n) {
@@ -50,8 +51,8 @@ class StagedCommunicator final : public Communicator {
   ThreadCommunicator inner_;
 };
 
-void set_note(std::string* note, std::string text) {
-  if (note != nullptr) *note = std::move(text);
+std::string nccl_unused(const std::string& why) {
+  return "NCCL all-reduce is not used (" + why + "); gradients are reduced by peer copies";
 }
 }  // namespace
 
@@ -63,46 +64,85 @@ std::unique_ptr<Communicator> make_staged_communicator(int size, double timeout_
   return std::make_unique<StagedCommunicator>(size, timeout_seconds);
 }
 
-std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
-                                                double timeout_seconds, const std::string& ops,
-                                                std::string* note) {
-  set_note(note, "");
+const char* comm_kind_name(CommKind kind) {
+  switch (kind) {
+    case CommKind::solo:
+      return "none (one replica)";
+    case CommKind::threads:
+      return "thread all-reduce";
+    case CommKind::staged:
+      return "host-staged reduction";
+    case CommKind::peer:
+      return "peer-copy all-reduce";
+    case CommKind::nccl:
+      return "NCCL";
+  }
+  return "unknown";
+}
+
+CommPlan plan_communicator(const std::vector<DeviceSpec>& devices, const std::string& ops) {
   MR_CHECK(
       ops.empty() || ops == "nccl" || ops == "hierarchical_copy" || ops == "reduce_to_one_device",
       value, "unknown cross_device_ops '", ops,
       "' (expected nccl, hierarchical_copy or reduce_to_one_device)");
-  if (devices.size() <= 1) return make_solo_communicator();
-  const int n = static_cast<int>(devices.size());
+  if (devices.size() <= 1) return {CommKind::solo, ""};
   const bool all_cpu = std::all_of(devices.begin(), devices.end(),
                                    [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
   const bool all_gpu = std::none_of(devices.begin(), devices.end(),
                                     [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
   MR_CHECK(all_cpu || all_gpu, value,
            "a strategy's replicas must all be CPUs or all be GPUs, not a mix");
-  if (ops == "reduce_to_one_device") return make_staged_communicator(n, timeout_seconds);
+  if (ops == "reduce_to_one_device") return {CommKind::staged, ""};
   if (all_cpu) {
     MR_CHECK(ops != "nccl", value, "NCCL all-reduce needs GPU devices");
-    return std::make_unique<ThreadCommunicator>(n, timeout_seconds);
+    return {CommKind::threads, ""};
   }
+  if (ops == "hierarchical_copy") return {CommKind::peer, ""};
   std::vector<int> ordinals;
   for (const DeviceSpec& d : devices) ordinals.push_back(d.cuda_ordinal());
-  std::vector<int> distinct = ordinals;
-  std::sort(distinct.begin(), distinct.end());
-  const bool shared = std::adjacent_find(distinct.begin(), distinct.end()) != distinct.end();
-  if (ops == "hierarchical_copy") return make_peer_communicator(ordinals, timeout_seconds);
-  std::string why;
-  if (shared) {
-    why = "several replicas share one physical GPU, which NCCL cannot reduce across";
-  } else {
-    try {
-      return make_nccl_communicator(ordinals, timeout_seconds);
-    } catch (const Error& e) {
-      why = e.what();
-    }
+  std::sort(ordinals.begin(), ordinals.end());
+  if (std::adjacent_find(ordinals.begin(), ordinals.end()) != ordinals.end())
+    return {CommKind::peer,
+            nccl_unused("several replicas share one physical GPU, which NCCL cannot reduce "
+                        "across")};
+  if (!built_with_nccl())
+    return {CommKind::peer,
+            nccl_unused("this build of mirrored was compiled without NCCL (see NCCL_HOME)")};
+  return {CommKind::nccl, ""};
+}
+
+std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
+                                                double timeout_seconds, const std::string& ops,
+                                                std::string* note) {
+  CommPlan plan = plan_communicator(devices, ops);
+  const int n = static_cast<int>(devices.size());
+  std::vector<int> ordinals;
+  for (const DeviceSpec& d : devices) ordinals.push_back(d.cuda_ordinal());
+  std::unique_ptr<Communicator> comm;
+  switch (plan.kind) {
+    case CommKind::solo:
+      comm = make_solo_communicator();
+      break;
+    case CommKind::threads:
+      comm = std::make_unique<ThreadCommunicator>(n, timeout_seconds);
+      break;
+    case CommKind::staged:
+      comm = make_staged_communicator(n, timeout_seconds);
+      break;
+    case CommKind::peer:
+      comm = make_peer_communicator(ordinals, timeout_seconds);
+      break;
+    case CommKind::nccl:
+      try {
+        comm = make_nccl_communicator(ordinals, timeout_seconds);
+      } catch (const Error& e) {
+        plan.note = nccl_unused(e.what());
+        comm = make_peer_communicator(ordinals, timeout_seconds);
+      }
+      break;
   }
-  // Only worth a note when NCCL was asked for or would have been the choice.
-  set_note(note, "NCCL all-reduce is not used (" + why + "); gradients are reduced by peer copies");
-  return make_peer_communicator(ordinals, timeout_seconds);
+  if (note != nullptr) *note = plan.note;
+  return comm;
 }
 
 }  // namespace mr

@@ -33,16 +33,30 @@ class Communicator {
 // One replica: every collective is the identity.
 std::unique_ptr<Communicator> make_solo_communicator();
 
-// The communicator for replicas on `devices` (one rank per device). `ops`
-// is the strategy's cross_device_ops: "" (choose), "nccl",
+struct DeviceSpec;
+
+// Which communicator serves replicas on `devices` (one rank per device).
+// `ops` is the strategy's cross_device_ops: "" (choose), "nccl",
 // "hierarchical_copy" or "reduce_to_one_device".
 // - one device: the identity;
 // - CPU devices: the thread all-reduce ("reduce_to_one_device": host-staged);
 // - GPUs: NCCL when built with it and every replica has its own physical GPU,
 //   else the peer-copy all-reduce; "reduce_to_one_device" stages through host
-//   memory. When the choice differs from what `ops` asked for, *note says why
-//   (for the user, once); it is left empty otherwise.
-struct DeviceSpec;
+//   memory.
+// `note` says why the choice is not NCCL when NCCL was asked for or would
+// have been the default (for the user, once); it is empty otherwise.
+enum class CommKind { solo, threads, staged, peer, nccl };
+struct CommPlan {
+  CommKind kind = CommKind::solo;
+  std::string note;
+};
+CommPlan plan_communicator(const std::vector<DeviceSpec>& devices, const std::string& ops);
+// "none (one replica)", "thread all-reduce", "host-staged reduction",
+// "peer-copy all-reduce", "NCCL": what each communicator's name() says.
+const char* comm_kind_name(CommKind kind);
+
+// Builds the plan's communicator. When NCCL is planned but cannot be
+// initialised, falls back to the peer copy and *note says why.
 std::unique_ptr<Communicator> make_communicator(const std::vector<DeviceSpec>& devices,
                                                 double timeout_seconds, const std::string& ops = "",
                                                 std::string* note = nullptr);

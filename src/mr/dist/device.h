@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -24,6 +25,10 @@ struct DeviceSpec {
 // "/job:localhost/replica:0/task:0/device:GPU:1" (and the same for gpu); throws mr::Error (value)
 // otherwise.
 DeviceSpec parse_device(const std::string& text);
+
+// Places logical GPUs on physical ones: with n logical GPUs per physical GPU,
+// gpu:k is on CUDA device k / n (devices whose ordinal is already set keep it).
+void assign_gpu_ordinals(std::vector<DeviceSpec>& devices, int logical_per_gpu);
 
 // The one place that names the backends: creates the backend of `device`
 // with `threads` CPU threads for its work.

@@ -55,10 +55,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     for (size_t j = 0; j < i; ++j)
       MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(),
                " is listed twice");
-  MR_CHECK(options.logical_per_gpu >= 1, value, "logical GPUs per GPU must be >= 1, got ",
-           options.logical_per_gpu);
-  for (DeviceSpec& d : devices_)
-    if (d.kind == DeviceKind::cuda && d.ordinal < 0) d.ordinal = d.index / options.logical_per_gpu;
+  assign_gpu_ordinals(devices_, options.logical_per_gpu);
   comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
                             &comm_note_);
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
