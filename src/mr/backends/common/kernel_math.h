@@ -1,4 +1,5 @@
-// Per-row loss, metric and activation formulas, shared by the CPU and CUDA backends (MR_HD):
+// Per-row loss, metric and activation formulas and per-element optimizer
+// updates, shared by the CPU and CUDA backends (MR_HD):
 // both backends compute the same arithmetic in the same order for a row; they
 // differ only in how rows are spread over threads and how row values are summed.
 // Keras 3 (TensorFlow backend) semantics:
@@ -222,6 +223,57 @@ MR_HD float gelu_grad(float x) {
   const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
   const float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
   return cdf + x * pdf;
+}
+
+// ---- optimizer updates, one element (the formulas of core/backend.h) ------------
+// The flags are plain arguments: the CPU backend passes template constants
+// (the branches fold away and its loops vectorise), the CUDA kernels pass
+// the call's values (uniform across a launch). Slots a variant does not use
+// are not read or written.
+
+MR_HD void sgd_element(bool decay, bool momentum_on, bool nesterov, float& w, float g, float& m,
+                       float lr, float momentum, float wd_lr) {
+  if (decay) w -= w * wd_lr;
+  if (!momentum_on) {
+    w -= lr * g;
+  } else {
+    const float mi = momentum * m - lr * g;
+    m = mi;
+    w += nesterov ? momentum * mi - lr * g : mi;
+  }
+}
+
+MR_HD void adam_element(bool decay, bool amsgrad, float& w, float g, float& m, float& v,
+                        float& vhat, float alpha, float one_b1, float one_b2, float epsilon,
+                        float wd_lr) {
+  if (decay) w -= w * wd_lr;
+  m = m + (g - m) * one_b1;
+  v = v + (g * g - v) * one_b2;
+  float denom_v = v;
+  if (amsgrad) {
+    denom_v = vhat > v ? vhat : v;
+    vhat = denom_v;
+  }
+  w = w - (m * alpha) / (sqrtf(denom_v) + epsilon);
+}
+
+MR_HD void rmsprop_element(bool decay, bool centered, bool momentum_on, float& w, float g, float& v,
+                           float& a, float& mom, float lr, float rho, float one_rho, float momentum,
+                           float epsilon, float wd_lr) {
+  if (decay) w -= w * wd_lr;
+  v = rho * v + one_rho * g * g;
+  float denom = v + epsilon;
+  if (centered) {
+    a = rho * a + one_rho * g;
+    denom = v - a * a + epsilon;
+  }
+  const float inc = lr * g / sqrtf(denom);
+  if (momentum_on) {
+    mom = momentum * mom + inc;
+    w -= mom;
+  } else {
+    w -= inc;
+  }
 }
 
 }  // namespace kmath

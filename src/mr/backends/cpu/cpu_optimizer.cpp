@@ -5,10 +5,11 @@
 // Each update is a template over its options so that the inner loop has no
 // branch and restrict-qualified pointers: GCC then vectorises it (with
 // -fno-math-errno, which the core is compiled with, for sqrt). The scalar
-// formula is the same in every instantiation, so results do not depend on
-// which one runs.
+// formula is kernel_math.h's, the same in every instantiation and in the
+// CUDA kernels.
 #include <cmath>
 
+#include "backends/common/kernel_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 
@@ -22,16 +23,10 @@ template <bool kDecay, bool kMomentum, bool kNesterov>
 void sgd_chunk(int64_t b, int64_t e, float* __restrict w, const float* __restrict g,
                float* __restrict m, float lr, float momentum, float wd_lr) {
   for (int64_t i = b; i < e; ++i) {
-    float wi = w[i];
-    if (kDecay) wi -= wi * wd_lr;
-    if (!kMomentum) {
-      wi -= lr * g[i];
-    } else {
-      const float mi = momentum * m[i] - lr * g[i];
-      m[i] = mi;
-      wi += kNesterov ? momentum * mi - lr * g[i] : mi;
-    }
+    float wi = w[i], mi = kMomentum ? m[i] : 0.0f;
+    kmath::sgd_element(kDecay, kMomentum, kNesterov, wi, g[i], mi, lr, momentum, wd_lr);
     w[i] = wi;
+    if (kMomentum) m[i] = mi;
   }
 }
 
@@ -40,19 +35,13 @@ void adam_chunk(int64_t b, int64_t e, float* __restrict w, const float* __restri
                 float* __restrict m, float* __restrict v, float* __restrict vhat, float alpha,
                 float one_b1, float one_b2, float epsilon, float wd_lr) {
   for (int64_t i = b; i < e; ++i) {
-    float wi = w[i];
-    if (kDecay) wi -= wi * wd_lr;
-    const float gi = g[i];
-    const float mi = m[i] + (gi - m[i]) * one_b1;
-    const float vi = v[i] + (gi * gi - v[i]) * one_b2;
+    float wi = w[i], mi = m[i], vi = v[i], hi = kAmsgrad ? vhat[i] : 0.0f;
+    kmath::adam_element(kDecay, kAmsgrad, wi, g[i], mi, vi, hi, alpha, one_b1, one_b2, epsilon,
+                        wd_lr);
+    w[i] = wi;
     m[i] = mi;
     v[i] = vi;
-    float denom_v = vi;
-    if (kAmsgrad) {
-      denom_v = vhat[i] > vi ? vhat[i] : vi;
-      vhat[i] = denom_v;
-    }
-    w[i] = wi - (mi * alpha) / (std::sqrt(denom_v) + epsilon);
+    if (kAmsgrad) vhat[i] = hi;
   }
 }
 
@@ -61,26 +50,13 @@ void rmsprop_chunk(int64_t b, int64_t e, float* __restrict w, const float* __res
                    float* __restrict v, float* __restrict a, float* __restrict mom, float lr,
                    float rho, float one_rho, float momentum, float epsilon, float wd_lr) {
   for (int64_t i = b; i < e; ++i) {
-    float wi = w[i];
-    if (kDecay) wi -= wi * wd_lr;
-    const float gi = g[i];
-    const float vi = rho * v[i] + one_rho * gi * gi;
-    v[i] = vi;
-    float denom = vi + epsilon;
-    if (kCentered) {
-      const float ai = rho * a[i] + one_rho * gi;
-      a[i] = ai;
-      denom = vi - ai * ai + epsilon;
-    }
-    const float inc = lr * gi / std::sqrt(denom);
-    if (kMomentum) {
-      const float mo = momentum * mom[i] + inc;
-      mom[i] = mo;
-      wi -= mo;
-    } else {
-      wi -= inc;
-    }
+    float wi = w[i], vi = v[i], ai = kCentered ? a[i] : 0.0f, mo = kMomentum ? mom[i] : 0.0f;
+    kmath::rmsprop_element(kDecay, kCentered, kMomentum, wi, g[i], vi, ai, mo, lr, rho, one_rho,
+                           momentum, epsilon, wd_lr);
     w[i] = wi;
+    v[i] = vi;
+    if (kCentered) a[i] = ai;
+    if (kMomentum) mom[i] = mo;
   }
 }
 

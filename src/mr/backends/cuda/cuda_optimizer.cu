@@ -1,7 +1,7 @@
-// CUDA backend: optimizer updates over flat buffers, the Keras 3 formulas of
-// core/backend.h with the CPU backend's arithmetic (cpu_optimizer.cpp) for
-// each element, so one step on either backend gives the same weights to
-// within rounding of sqrt.
+// CUDA backend: optimizer updates over flat buffers, one thread per element
+// running kernel_math.h's update (the CPU backend's arithmetic), so one step
+// on either backend gives the same weights to within rounding of sqrt.
+#include "backends/common/kernel_math.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 
@@ -12,39 +12,29 @@ namespace {
 __global__ void sgd_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
                            float* __restrict__ m, float lr, float momentum, bool nesterov,
                            float wd_lr) {
+  const bool with_m = momentum != 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    float wi = w[i];
-    if (wd_lr > 0.0f) wi -= wi * wd_lr;
-    if (momentum == 0.0f) {
-      wi -= lr * g[i];
-    } else {
-      const float mi = momentum * m[i] - lr * g[i];
-      m[i] = mi;
-      wi += nesterov ? momentum * mi - lr * g[i] : mi;
-    }
+    float wi = w[i], mi = with_m ? m[i] : 0.0f;
+    kmath::sgd_element(wd_lr > 0.0f, with_m, nesterov, wi, g[i], mi, lr, momentum, wd_lr);
     w[i] = wi;
+    if (with_m) m[i] = mi;
   }
 }
 
 __global__ void adam_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
                             float* __restrict__ m, float* __restrict__ v, float* __restrict__ vhat,
                             float alpha, float one_b1, float one_b2, float epsilon, float wd_lr) {
+  const bool ams = vhat != nullptr;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    float wi = w[i];
-    if (wd_lr > 0.0f) wi -= wi * wd_lr;
-    const float gi = g[i];
-    const float mi = m[i] + (gi - m[i]) * one_b1;
-    const float vi = v[i] + (gi * gi - v[i]) * one_b2;
+    float wi = w[i], mi = m[i], vi = v[i], hi = ams ? vhat[i] : 0.0f;
+    kmath::adam_element(wd_lr > 0.0f, ams, wi, g[i], mi, vi, hi, alpha, one_b1, one_b2, epsilon,
+                        wd_lr);
+    w[i] = wi;
     m[i] = mi;
     v[i] = vi;
-    float denom_v = vi;
-    if (vhat != nullptr) {
-      denom_v = vhat[i] > vi ? vhat[i] : vi;
-      vhat[i] = denom_v;
-    }
-    w[i] = wi - (mi * alpha) / (sqrtf(denom_v) + epsilon);
+    if (ams) vhat[i] = hi;
   }
 }
 
@@ -52,28 +42,16 @@ __global__ void rmsprop_kernel(int64_t n, float* __restrict__ w, const float* __
                                float* __restrict__ v, float* __restrict__ a,
                                float* __restrict__ mom, float lr, float rho, float one_rho,
                                float momentum, float epsilon, float wd_lr) {
+  const bool centered = a != nullptr, with_mom = momentum > 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    float wi = w[i];
-    if (wd_lr > 0.0f) wi -= wi * wd_lr;
-    const float gi = g[i];
-    const float vi = rho * v[i] + one_rho * gi * gi;
-    v[i] = vi;
-    float denom = vi + epsilon;
-    if (a != nullptr) {
-      const float ai = rho * a[i] + one_rho * gi;
-      a[i] = ai;
-      denom = vi - ai * ai + epsilon;
-    }
-    const float inc = lr * gi / sqrtf(denom);
-    if (momentum > 0.0f) {
-      const float mo = momentum * mom[i] + inc;
-      mom[i] = mo;
-      wi -= mo;
-    } else {
-      wi -= inc;
-    }
+    float wi = w[i], vi = v[i], ai = centered ? a[i] : 0.0f, mo = with_mom ? mom[i] : 0.0f;
+    kmath::rmsprop_element(wd_lr > 0.0f, centered, with_mom, wi, g[i], vi, ai, mo, lr, rho, one_rho,
+                           momentum, epsilon, wd_lr);
     w[i] = wi;
+    v[i] = vi;
+    if (centered) a[i] = ai;
+    if (with_mom) mom[i] = mo;
   }
 }
 
