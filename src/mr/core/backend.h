@@ -104,6 +104,28 @@ class Backend {
   // dx = dy * mask (dx may alias dy)
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
 
+  // ---- batch normalization (over the columns of a rows x cols view) ---------
+  // out[c] = scale * sum_r x[r, c] when mean is null, else
+  // scale * sum_r (x[r, c] - mean[c])^2; accumulated in double, in row order.
+  // rows == 0 writes zeros.
+  virtual void column_moments(int64_t rows, int64_t cols, const float* x, const float* mean,
+                              float scale, float* out) = 0;
+  // y = (x - mean) / sqrt(var + eps) * gamma + beta; gamma / beta null mean 1 / 0.
+  virtual void batch_norm_forward(int64_t rows, int64_t cols, const float* x, const float* mean,
+                                  const float* var, const float* gamma, const float* beta,
+                                  float eps, float* y) = 0;
+  // sum_dy[c] = sum_r dy[r, c]; sum_dy_xhat[c] = sum_r dy[r, c] * xhat[r, c] with
+  // xhat = (x - mean) / sqrt(var + eps). rows == 0 writes zeros.
+  virtual void batch_norm_backward_reduce(int64_t rows, int64_t cols, const float* dy,
+                                          const float* x, const float* mean, const float* var,
+                                          float eps, float* sum_dy, float* sum_dy_xhat) = 0;
+  // dx = gamma / sqrt(var + eps) * (dy - inv_n * sum_dy - xhat * inv_n * sum_dy_xhat);
+  // gamma null means 1. dx may alias dy.
+  virtual void batch_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,
+                                   const float* mean, const float* var, const float* gamma,
+                                   float eps, const float* sum_dy, const float* sum_dy_xhat,
+                                   float inv_n, float* dx) = 0;
+
   // ---- losses and metrics ---------------------------------------------------
   // pred, target: rows x cols (sparse CE: target is rows x 1 of class indices).
   // Writes dpred = grad_scale * d(per-sample loss)/d(pred) (not when dpred is

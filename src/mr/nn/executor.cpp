@@ -26,6 +26,7 @@ void Executor::reserve(int64_t rows) {
     b.out = take(rows * width);
     b.grad = graph_.needs_grad(i) ? take(rows * width) : -1;
     b.aux = graph_.aux_per_row(i) > 0 ? take(rows * graph_.aux_per_row(i)) : -1;
+    b.work = graph_.work_floats(i) > 0 ? take(graph_.work_floats(i)) : -1;
     if (graph_.consumers(i) > 1 && graph_.needs_grad(i)) widest = std::max(widest, width);
   }
   scratch_ = widest > 0 ? take(rows * widest) : -1;
@@ -49,33 +50,44 @@ float* Executor::output_grad(int k) {
   return at(buf_[static_cast<size_t>(node)].grad);
 }
 
-void Executor::forward(int64_t rows, int64_t row_offset, uint64_t step, bool training,
-                       const float* params) {
-  MR_CHECK(rows <= capacity_, internal, "batch of ", rows, " rows exceeds workspace of ",
+void Executor::forward(const Pass& p) {
+  MR_CHECK(p.rows <= capacity_, internal, "batch of ", p.rows, " rows exceeds workspace of ",
            capacity_);
+  SoloContext solo;
+  ReplicaContext& ctx = p.ctx != nullptr ? *p.ctx : solo;
   for (int i = 0; i < graph_.size(); ++i) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
+    const NodeBuffers& b = buf_[static_cast<size_t>(i)];
     ForwardArgs a{be_,
-                  rows,
-                  row_offset,
-                  step,
+                  p.rows,
+                  p.global_rows,
+                  p.row_offset,
+                  p.step,
                   static_cast<uint32_t>(i),
-                  training,
+                  p.training,
                   {},
                   graph_.in_shapes(i),
-                  at(buf_[static_cast<size_t>(i)].out),
+                  at(b.out),
                   {},
-                  at(buf_[static_cast<size_t>(i)].aux)};
+                  {},
+                  at(b.aux),
+                  at(b.work),
+                  ctx};
     for (int j : nd.inputs) a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
-    for (int p : graph_.node_params(i))
-      a.params.push_back(const_cast<float*>(params) +
-                         graph_.params()[static_cast<size_t>(p)].offset);
+    for (int k : graph_.node_params(i))
+      a.params.push_back(const_cast<float*>(p.params) +
+                         graph_.params()[static_cast<size_t>(k)].offset);
+    for (int k : graph_.node_states(i))
+      a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
     nd.layer->forward(a);
   }
 }
 
-void Executor::backward(int64_t rows, bool training, const float* params, float* grads) {
+void Executor::backward(const Pass& p, float* grads) {
+  const int64_t rows = p.rows;
+  SoloContext solo;
+  ReplicaContext& ctx = p.ctx != nullptr ? *p.ctx : solo;
   std::fill(grad_written_.begin(), grad_written_.end(), 0);
   for (int o : graph_.outputs()) grad_written_[static_cast<size_t>(o)] = 1;
   for (int i = graph_.size() - 1; i >= 0; --i) {
@@ -84,14 +96,14 @@ void Executor::backward(int64_t rows, bool training, const float* params, float*
     NodeBuffers& b = buf_[static_cast<size_t>(i)];
     if (!grad_written_[static_cast<size_t>(i)]) {
       // No consumer reached this node (it is dead code): its variables get zero gradients.
-      for (int p : graph_.node_params(i)) {
-        const auto& prm = graph_.params()[static_cast<size_t>(p)];
+      for (int k : graph_.node_params(i)) {
+        const auto& prm = graph_.params()[static_cast<size_t>(k)];
         be_.fill(prm.size, grads + prm.offset, 0.0f);
       }
       continue;
     }
-    BackwardArgs a{be_, rows, training, {},       graph_.in_shapes(i), at(b.out), at(b.grad),
-                   {},  {},   {},       at(b.aux)};
+    BackwardArgs a{be_, rows, p.global_rows, p.training, {}, graph_.in_shapes(i), at(b.out),
+                   at(b.grad), {}, {}, {}, {}, at(b.aux), at(b.work), ctx};
     std::vector<int> accumulate;  // inputs whose gradient already holds a consumer's part
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];
@@ -109,11 +121,13 @@ void Executor::backward(int64_t rows, bool training, const float* params, float*
     }
     MR_CHECK(accumulate.size() <= 1, internal, "node '", nd.name,
              "' feeds the same input twice: needs one scratch buffer per input");
-    for (int p : graph_.node_params(i)) {
-      const auto& prm = graph_.params()[static_cast<size_t>(p)];
-      a.params.push_back(params + prm.offset);
+    for (int k : graph_.node_params(i)) {
+      const auto& prm = graph_.params()[static_cast<size_t>(k)];
+      a.params.push_back(p.params + prm.offset);
       a.grads.push_back(grads + prm.offset);
     }
+    for (int k : graph_.node_states(i))
+      a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
     nd.layer->backward(a);
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];

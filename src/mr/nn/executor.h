@@ -1,6 +1,7 @@
 // Runs a Graph forward and backward on one backend (one replica). It owns the
-// replica's activation workspace; parameters and gradients are flat buffers
-// owned by the caller, laid out as Graph::params() says.
+// replica's activation workspace; parameters, gradients and the
+// non-trainable state are flat buffers owned by the caller, laid out as
+// Graph::params() and Graph::states() say.
 #pragma once
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 
 #include "core/backend.h"
 #include "nn/graph.h"
+#include "nn/replica_context.h"
 
 namespace mr {
 
@@ -25,14 +27,26 @@ class Executor {
   // Gradient buffer of model output k, to be written by the loss.
   float* output_grad(int k);
 
-  void forward(int64_t rows, int64_t row_offset, uint64_t step, bool training, const float* params);
-  // Gradients of all variables into `grads` (written, not accumulated). The
-  // loss must have written output_grad(k) for every output.
-  void backward(int64_t rows, bool training, const float* params, float* grads);
+  // What a pass needs besides the rows: the global batch's size and the
+  // replica's place in it, the step, the buffers and the replica context.
+  struct Pass {
+    int64_t rows = 0;         // local rows
+    int64_t global_rows = 0;  // rows of the global batch
+    int64_t row_offset = 0;   // global index of the first local row
+    uint64_t step = 0;
+    bool training = false;
+    const float* params = nullptr;
+    float* state = nullptr;  // written by layers that keep statistics, when training
+    ReplicaContext* ctx = nullptr;
+  };
+  void forward(const Pass& p);
+  // Gradients of all trainable variables into `grads` (written, not
+  // accumulated). The loss must have written output_grad(k) for every output.
+  void backward(const Pass& p, float* grads);
 
  private:
   struct NodeBuffers {
-    int64_t out = -1, grad = -1, aux = -1;  // offsets in floats into work_, -1 = none
+    int64_t out = -1, grad = -1, aux = -1, work = -1;  // offsets in floats into work_, -1 = none
   };
   float* at(int64_t offset) {
     return offset < 0 ? nullptr : static_cast<float*>(work_.get()) + offset;

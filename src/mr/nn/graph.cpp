@@ -14,7 +14,10 @@ Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<
   MR_CHECK(!outputs_.empty(), value, "a model needs at least one output");
   out_shapes_.resize(static_cast<size_t>(n));
   node_params_.resize(static_cast<size_t>(n));
+  node_states_.resize(static_cast<size_t>(n));
+  node_weights_.resize(static_cast<size_t>(n));
   aux_per_row_.assign(static_cast<size_t>(n), 0);
+  work_floats_.assign(static_cast<size_t>(n), 0);
   needs_grad_.assign(static_cast<size_t>(n), 0);
   consumers_.assign(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
@@ -28,14 +31,19 @@ Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<
     const std::vector<Shape> in = in_shapes(i);
     out_shapes_[static_cast<size_t>(i)] = nd.layer->output_shape(in);
     aux_per_row_[static_cast<size_t>(i)] = nd.layer->aux_per_row(in);
+    work_floats_[static_cast<size_t>(i)] = nd.layer->work_floats(in);
     bool upstream = false;
     for (int j : nd.inputs) upstream = upstream || needs_grad_[static_cast<size_t>(j)];
-    for (ParamSpec& p : nd.layer->params(in)) {
-      const int64_t numel = p.shape.numel();
-      node_params_[static_cast<size_t>(i)].push_back(static_cast<int>(params_.size()));
-      params_.push_back({i, p.name, p.shape, p.init, param_floats_, numel});
-      param_floats_ += align_floats(numel);
-      upstream = true;
+    for (WeightSpec& w : nd.layer->weights(in)) {
+      const int64_t numel = w.shape.numel();
+      auto& list = w.trainable ? params_ : states_;
+      auto& floats = w.trainable ? param_floats_ : state_floats_;
+      const int index = static_cast<int>(list.size());
+      (w.trainable ? node_params_ : node_states_)[static_cast<size_t>(i)].push_back(index);
+      node_weights_[static_cast<size_t>(i)].push_back({w.trainable, index});
+      list.push_back({i, w.name, w.shape, w.init, floats, numel, w.trainable});
+      floats += align_floats(numel);
+      if (w.trainable) upstream = true;
     }
     needs_grad_[static_cast<size_t>(i)] = upstream ? 1 : 0;
   }
@@ -58,15 +66,27 @@ int64_t Graph::param_count() const {
   return n;
 }
 
-std::vector<float> Graph::initial_params() const {
-  std::vector<float> flat(static_cast<size_t>(param_floats_), 0.0f), values;
-  for (size_t k = 0; k < params_.size(); ++k) {
-    const Param& p = params_[k];
+int64_t Graph::state_count() const {
+  int64_t n = 0;
+  for (const Param& p : states_) n += p.size;
+  return n;
+}
+
+namespace {
+std::vector<float> initial_values(const std::vector<Graph::Param>& vars, int64_t floats) {
+  std::vector<float> flat(static_cast<size_t>(floats), 0.0f), values;
+  for (size_t k = 0; k < vars.size(); ++k) {
+    const Graph::Param& p = vars[k];
     // The stream number separates the variables of one seed: node and position.
     initialize(p.init, p.shape, static_cast<uint32_t>(p.node * 8 + (k & 7)), values);
     std::copy(values.begin(), values.end(), flat.begin() + p.offset);
   }
   return flat;
 }
+}  // namespace
+
+std::vector<float> Graph::initial_params() const { return initial_values(params_, param_floats_); }
+
+std::vector<float> Graph::initial_state() const { return initial_values(states_, state_floats_); }
 
 }  // namespace mr

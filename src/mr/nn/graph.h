@@ -1,8 +1,10 @@
 // The model graph: a DAG of layer applications (nodes) in topological order,
 // with any number of input and output nodes. It is immutable once built and
-// shared by all replicas; it also fixes the layout of the flat parameter
-// buffer, so every replica (and every saved file) agrees on where each
-// variable lives.
+// shared by all replicas; it also fixes the layout of the flat buffers, so
+// every replica (and every saved file) agrees on where each variable lives:
+// trainable variables in the parameter buffer (gradients and optimizer slots
+// share its layout), non-trainable ones (moving statistics) in the state
+// buffer.
 #pragma once
 
 #include <cstdint>
@@ -28,13 +30,20 @@ inline int64_t align_floats(int64_t n) { return (n + kParamAlign - 1) / kParamAl
 
 class Graph {
  public:
+  // A variable, trainable (in params()) or not (in states()).
   struct Param {
     int node;
-    std::string name;  // "kernel", "bias"
+    std::string name;  // "kernel", "bias", "moving_mean"
     Shape shape;
     Initializer init;
-    int64_t offset;  // in floats, into the flat buffer
+    int64_t offset;  // in floats, into its flat buffer
     int64_t size;    // shape.numel()
+    bool trainable;
+  };
+  // One of a node's variables in the layer's (Keras') order.
+  struct WeightRef {
+    bool trainable;
+    int index;  // into params() or states()
   };
 
   Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs);
@@ -52,13 +61,27 @@ class Graph {
   }
   int64_t param_floats() const { return param_floats_; }  // flat buffer length, padding included
   int64_t param_count() const;                            // without padding
+  const std::vector<Param>& states() const { return states_; }
+  const std::vector<int>& node_states(int i) const {
+    return node_states_.at(static_cast<size_t>(i));
+  }
+  const std::vector<WeightRef>& node_weights(int i) const {
+    return node_weights_.at(static_cast<size_t>(i));
+  }
+  const Param& weight(const WeightRef& w) const {
+    return (w.trainable ? params_ : states_).at(static_cast<size_t>(w.index));
+  }
+  int64_t state_floats() const { return state_floats_; }
+  int64_t state_count() const;
   int64_t aux_per_row(int i) const { return aux_per_row_.at(static_cast<size_t>(i)); }
+  int64_t work_floats(int i) const { return work_floats_.at(static_cast<size_t>(i)); }
   // True when some variable lies upstream of node i (or in it): only then
   // does backward need the gradient of its output.
   bool needs_grad(int i) const { return needs_grad_.at(static_cast<size_t>(i)) != 0; }
   int consumers(int i) const { return consumers_.at(static_cast<size_t>(i)); }
-  // Initial values of all variables in the flat layout.
+  // Initial values of all trainable / non-trainable variables in their flat layouts.
   std::vector<float> initial_params() const;
+  std::vector<float> initial_state() const;
 
  private:
   std::vector<GraphNode> nodes_;
@@ -66,10 +89,14 @@ class Graph {
   std::vector<Shape> out_shapes_;
   std::vector<Param> params_;
   std::vector<std::vector<int>> node_params_;
-  std::vector<int64_t> aux_per_row_;
+  std::vector<Param> states_;
+  std::vector<std::vector<int>> node_states_;
+  std::vector<std::vector<WeightRef>> node_weights_;
+  std::vector<int64_t> aux_per_row_, work_floats_;
   std::vector<char> needs_grad_;
   std::vector<int> consumers_;
   int64_t param_floats_ = 0;
+  int64_t state_floats_ = 0;
 };
 
 }  // namespace mr

@@ -115,3 +115,113 @@ void initialize(const Initializer& init, const Shape& shape, uint32_t stream,
 }
 
 }  // namespace mr
+
+namespace mr {
+
+namespace {
+
+struct KerasClass {
+  const char* class_name;
+  Initializer::Kind kind;
+  bool seeded;
+};
+constexpr KerasClass kKerasClasses[] = {
+    {"Zeros", Initializer::Kind::zeros, false},
+    {"Ones", Initializer::Kind::ones, false},
+    {"Constant", Initializer::Kind::constant, false},
+    {"GlorotUniform", Initializer::Kind::glorot_uniform, true},
+    {"GlorotNormal", Initializer::Kind::glorot_normal, true},
+    {"HeNormal", Initializer::Kind::he_normal, true},
+    {"HeUniform", Initializer::Kind::he_uniform, true},
+    {"RandomNormal", Initializer::Kind::random_normal, true},
+    {"RandomUniform", Initializer::Kind::random_uniform, true},
+};
+
+bool variance_scaling(Initializer::Kind k) {
+  return k == Initializer::Kind::glorot_uniform || k == Initializer::Kind::glorot_normal ||
+         k == Initializer::Kind::he_normal || k == Initializer::Kind::he_uniform;
+}
+
+double number_or(const Json& cfg, const char* key, double def, const std::string& what) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return def;
+  MR_CHECK(cfg[key].is_number(), value, what, ": initializer option '", key,
+           "' must be a number, got ", cfg[key].dump());
+  return cfg[key].get<double>();
+}
+
+}  // namespace
+
+Initializer initializer_from_keras(const Json& j, uint64_t seed, const std::string& what) {
+  Initializer init;
+  std::string cls;
+  Json cfg = Json::object();
+  if (j.is_string()) {
+    const std::string name = j.get<std::string>();
+    init.kind = initializer_kind(name);
+  } else {
+    MR_CHECK(j.is_object() && j.contains("class_name") && j["class_name"].is_string(), value,
+             what, ": an initializer must be a name or a Keras config, got ", j.dump());
+    cls = j["class_name"].get<std::string>();
+    if (j.contains("config") && j["config"].is_object()) cfg = j["config"];
+    bool found = false;
+    for (const auto& kc : kKerasClasses)
+      if (cls == kc.class_name) {
+        init.kind = kc.kind;
+        found = true;
+      }
+    MR_CHECK(found, value, what, ": initializer class '", cls, "' is not supported");
+  }
+  if (cfg.contains("seed") && !cfg["seed"].is_null()) {
+    MR_CHECK(cfg["seed"].is_number_integer() && cfg["seed"].get<int64_t>() >= 0, value, what,
+             ": initializer seed must be a non-negative integer, got ", cfg["seed"].dump());
+    init.seed = cfg["seed"].get<uint64_t>();
+    init.seed_given = true;
+  } else {
+    init.seed = seed;
+  }
+  switch (init.kind) {
+    case Initializer::Kind::constant:
+      init.a = number_or(cfg, "value", 0.0, what);
+      break;
+    case Initializer::Kind::random_normal:
+      init.a = number_or(cfg, "mean", 0.0, what);
+      init.b = number_or(cfg, "stddev", 0.05, what);
+      MR_CHECK(init.b >= 0, value, what, ": stddev must be >= 0, got ", init.b);
+      break;
+    case Initializer::Kind::random_uniform:
+      init.a = number_or(cfg, "minval", -0.05, what);
+      init.b = number_or(cfg, "maxval", 0.05, what);
+      break;
+    default:
+      break;
+  }
+  return init;
+}
+
+Json initializer_to_keras(const Initializer& init) {
+  const KerasClass* kc = &kKerasClasses[0];
+  for (const auto& k : kKerasClasses)
+    if (k.kind == init.kind) kc = &k;
+  Json cfg = Json::object();
+  const Json seed = init.seed_given ? Json(init.seed) : Json(nullptr);
+  if (init.kind == Initializer::Kind::constant) cfg["value"] = init.a;
+  if (init.kind == Initializer::Kind::random_normal) {
+    cfg["seed"] = seed;
+    cfg["mean"] = init.a;
+    cfg["stddev"] = init.b;
+  } else if (init.kind == Initializer::Kind::random_uniform) {
+    cfg["seed"] = seed;
+    cfg["minval"] = init.a;
+    cfg["maxval"] = init.b;
+  } else if (variance_scaling(init.kind)) {
+    cfg["seed"] = seed;
+    cfg["input_axes"] = nullptr;
+    cfg["output_axes"] = nullptr;
+  }
+  return Json{{"module", "keras.initializers"},
+              {"class_name", kc->class_name},
+              {"config", cfg},
+              {"registered_name", nullptr}};
+}
+
+}  // namespace mr

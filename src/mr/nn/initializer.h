@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/json.h"
 #include "core/shape.h"
 
 namespace mr {
@@ -29,10 +30,19 @@ struct Initializer {
   double a = 0.0;  // constant: value; random_normal: mean; random_uniform: minval
   double b = 0.0;  // random_normal: stddev; random_uniform: maxval
   uint64_t seed = 0;
+  // Whether the Keras config named the seed (written back) or it was drawn
+  // for an unseeded initializer (written as null, as Keras does).
+  bool seed_given = false;
 };
 
 Initializer::Kind initializer_kind(const std::string& name);
 const char* initializer_name(Initializer::Kind kind);
+
+// Keras' serialized initializer ({"module": "keras.initializers", "class_name":
+// "GlorotUniform", "config": {...}, "registered_name": null}) or its string
+// form ("glorot_uniform"), and back. `seed` is used when the config has none.
+Initializer initializer_from_keras(const Json& j, uint64_t seed, const std::string& what);
+Json initializer_to_keras(const Initializer& init);
 
 // Fills `out` (shape.numel() values, row-major) for a variable of `shape`.
 // Fans follow Keras: for a 2-D kernel (in, out) fan_in = in, fan_out = out.

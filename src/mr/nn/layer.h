@@ -1,9 +1,13 @@
 // A layer computes one node of the model graph on a replica's local batch.
 // Shapes given to layers are per-sample (no batch dimension); every buffer is
-// row-major with `rows` samples. Layers hold configuration only: parameters,
+// row-major with `rows` samples. Layers hold configuration only: weights,
 // gradients and activations live in the replica's flat buffers and are handed
 // in as pointers, so one Layer object serves every replica concurrently (its
 // methods are const).
+//
+// A layer type is one file under nn/layers/ plus one line in
+// nn/layers/registry.cpp (docs/adding-a-layer.md): the file maps the Keras
+// config to the layer and back, so nothing outside it names the type.
 #pragma once
 
 #include <cstdint>
@@ -12,34 +16,46 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/json.h"
 #include "core/shape.h"
 #include "nn/initializer.h"
+#include "nn/replica_context.h"
 
 namespace mr {
 
-struct ParamSpec {
-  std::string name;  // "kernel", "bias"
+// One variable of a layer, in the layer's (Keras') order. Trainable weights
+// live in the parameter buffer (gradients, optimizer slots, all-reduce);
+// non-trainable ones (moving statistics) in the state buffer, which neither
+// the optimizer nor the gradient all-reduce touches.
+struct WeightSpec {
+  std::string name;  // "kernel", "bias", "moving_mean"
   Shape shape;
   Initializer init;
+  bool trainable = true;
 };
 
 struct ForwardArgs {
   Backend& be;
-  int64_t rows;        // local batch rows (may be 0)
-  int64_t row_offset;  // global index of the first local row
-  uint64_t step;       // global training step, keys dropout masks
-  uint32_t stream;     // unique per node, keys its random numbers
+  int64_t rows;         // local batch rows (may be 0)
+  int64_t global_rows;  // rows of the global batch, over every replica
+  int64_t row_offset;   // global index of the first local row
+  uint64_t step;        // global training step, keys dropout masks
+  uint32_t stream;      // unique per node, keys its random numbers
   bool training;
   std::vector<const float*> in;
   std::vector<Shape> in_shapes;
   float* out;
-  std::vector<float*> params;
-  float* aux;  // aux_per_row() floats per row, kept from forward to backward
+  std::vector<float*> params;  // trainable weights, in weights() order
+  std::vector<float*> state;   // non-trainable weights, in weights() order
+  float* aux;                  // aux_per_row() floats per row, kept from forward to backward
+  float* work;                 // work_floats() floats, kept from forward to backward
+  ReplicaContext& ctx;
 };
 
 struct BackwardArgs {
   Backend& be;
   int64_t rows;
+  int64_t global_rows;
   bool training;
   std::vector<const float*> in;
   std::vector<Shape> in_shapes;
@@ -47,30 +63,29 @@ struct BackwardArgs {
   float* d_out;              // gradient of the output; the layer may overwrite it
   std::vector<float*> d_in;  // null where the input needs no gradient
   std::vector<const float*> params;
-  std::vector<float*> grads;  // written (not accumulated)
+  std::vector<const float*> state;
+  std::vector<float*> grads;  // written (not accumulated), one per trainable weight
   float* aux;
+  float* work;
+  ReplicaContext& ctx;
 };
 
 class Layer {
  public:
   virtual ~Layer() = default;
+  // Keras' class name ("Dense").
   virtual const char* class_name() const = 0;
-  // Checks the inputs and returns the per-sample output shape.
+  // Checks the inputs and returns the per-sample output shape; throws
+  // mr::Error (shape) naming the layer for inputs it cannot take.
   virtual Shape output_shape(const std::vector<Shape>& in) const = 0;
-  virtual std::vector<ParamSpec> params(const std::vector<Shape>& /*in*/) const { return {}; }
+  virtual std::vector<WeightSpec> weights(const std::vector<Shape>& /*in*/) const { return {}; }
   virtual int64_t aux_per_row(const std::vector<Shape>& /*in*/) const { return 0; }
+  virtual int64_t work_floats(const std::vector<Shape>& /*in*/) const { return 0; }
   virtual void forward(const ForwardArgs& a) const = 0;
   virtual void backward(const BackwardArgs& a) const = 0;
+  // The layer's Keras config (the "config" member of its entry in a .keras
+  // file), every option written out as Keras' get_config() does.
+  virtual Json config() const = 0;
 };
-
-Activation activation_from_name(const std::string& name);
-const char* activation_name(Activation act);
-
-std::unique_ptr<Layer> make_input_layer(Shape shape);
-std::unique_ptr<Layer> make_dense(int64_t units, Activation act, bool use_bias,
-                                  Initializer kernel_init, Initializer bias_init);
-std::unique_ptr<Layer> make_activation(Activation act);
-std::unique_ptr<Layer> make_dropout(double rate, uint64_t seed);
-std::unique_ptr<Layer> make_flatten();
 
 }  // namespace mr

@@ -39,14 +39,14 @@ double run(const Graph& g, Backend& be, const std::vector<float>& params,
   ex.reserve(rows);
   const int64_t in_w = g.out_shape(g.inputs()[0]).numel();
   be.upload(ex.input(0), x.data(), static_cast<size_t>(rows * in_w) * sizeof(float));
-  ex.forward(rows, 0, 7, true, params.data());
+  ex.forward(test_pass(rows, 7, params.data()));
   const int64_t cols = g.out_shape(g.outputs()[0]).numel();
   double acc = 0;
   be.loss(kind, logits, rows, cols, ex.output(0), t.data(), 1.0f / static_cast<float>(rows),
           grads ? ex.output_grad(0) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);
-    ex.backward(rows, true, params.data(), grads->data());
+    ex.backward(test_pass(rows, 0, params.data()), grads->data());
   }
   return acc / static_cast<double>(rows);
 }
@@ -129,7 +129,7 @@ double two_output_loss(const Graph& g, Backend& be, const std::vector<float>& pa
   Executor ex(g, be);
   ex.reserve(rows);
   be.upload(ex.input(0), x.data(), x.size() * sizeof(float));
-  ex.forward(rows, 0, 0, true, params.data());
+  ex.forward(test_pass(rows, 0, params.data()));
   double acc = 0;
   const std::vector<float> t0(static_cast<size_t>(rows * 2), 0.5f),
       t1(static_cast<size_t>(rows * 4), -0.25f);
@@ -139,7 +139,7 @@ double two_output_loss(const Graph& g, Backend& be, const std::vector<float>& pa
           grads ? ex.output_grad(1) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);
-    ex.backward(rows, true, params.data(), grads->data());
+    ex.backward(test_pass(rows, 0, params.data()), grads->data());
   }
   return acc;
 }

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "data/array_source.h"
 #include "train/loop.h"
+#include "tests/graphs.h"
 #include "train/model.h"
 
 namespace mr {

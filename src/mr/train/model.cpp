@@ -12,12 +12,32 @@
 
 namespace mr {
 
+// Collectives a layer asks for (synchronized batch normalization), on the
+// model's communicator.
+class CommContext final : public ReplicaContext {
+ public:
+  CommContext(Communicator* comm, int rank, int replicas, Backend* be)
+      : comm_(comm), rank_(rank), replicas_(replicas), be_(be) {}
+  int replicas() const override { return replicas_; }
+  int rank() const override { return rank_; }
+  void all_reduce_sum(float* data, int64_t n) override {
+    if (replicas_ > 1) comm_->all_reduce_sum(rank_, *be_, data, n);
+  }
+
+ private:
+  Communicator* comm_;
+  int rank_, replicas_;
+  Backend* be_;
+};
+
 struct Model::Replica {
   int rank = 0;
   DeviceSpec device;
   std::unique_ptr<Backend> be;
   std::unique_ptr<Executor> exec;
   DeviceBuffer params{nullptr, DeviceFree{}}, grads{nullptr, DeviceFree{}};
+  DeviceBuffer state{nullptr, DeviceFree{}};  // non-trainable variables
+  std::unique_ptr<CommContext> ctx;
   std::vector<DeviceBuffer> slots;
   DeviceBuffer acc{nullptr, DeviceFree{}};  // doubles: loss sum, then (sum, count) per metric
   DeviceBuffer targets{nullptr, DeviceFree{}};
@@ -29,6 +49,20 @@ struct Model::Replica {
 
   float* p() { return static_cast<float*>(params.get()); }
   float* g() { return static_cast<float*>(grads.get()); }
+  float* s() { return static_cast<float*>(state.get()); }
+  Executor::Pass pass(int64_t rows, int64_t global_rows, int64_t offset, uint64_t step,
+                      bool training) {
+    Executor::Pass ps;
+    ps.rows = rows;
+    ps.global_rows = global_rows;
+    ps.row_offset = offset;
+    ps.step = step;
+    ps.training = training;
+    ps.params = p();
+    ps.state = s();
+    ps.ctx = ctx.get();
+    return ps;
+  }
   double* a() { return static_cast<double*>(acc.get()); }
 };
 
@@ -68,12 +102,18 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     r->exec = std::make_unique<Executor>(*graph_, *r->be);
     r->params = r->be->allocate(bytes);
     r->grads = r->be->allocate(bytes);
+    r->state = r->be->allocate(static_cast<size_t>(graph_->state_floats()) * sizeof(float));
+    r->ctx = std::make_unique<CommContext>(comm_.get(), r->rank,
+                                           static_cast<int>(devices_.size()), r->be.get());
     r->worker = std::make_unique<Worker>();
     replicas_.push_back(std::move(r));
   }
   // Initialised once, on the first replica, then broadcast to the others;
   // without initialization every replica keeps its zeroed buffer.
-  if (initialize) set_params(graph_->initial_params());
+  if (initialize) {
+    set_params(graph_->initial_params());
+    set_state(graph_->initial_state());
+  }
 }
 
 void Model::post_all(std::function<void(Replica&)> job) {
@@ -93,11 +133,14 @@ void Model::post_all(std::function<void(Replica&)> job) {
 }
 
 // Uploads happen on the first replica; the communicator copies to the rest.
-void Model::broadcast_from_first(bool slots) {
-  run_all("broadcast", [this, slots](Replica& r) {
+void Model::broadcast_from_first(Buffers which) {
+  run_all("broadcast", [this, which](Replica& r) {
     const int64_t n = graph_->param_floats();
-    if (slots) {
+    if (which == Buffers::slots) {
       for (auto& s : r.slots) comm_->broadcast(r.rank, 0, *r.be, static_cast<float*>(s.get()), n);
+    } else if (which == Buffers::state) {
+      if (graph_->state_floats() > 0)
+        comm_->broadcast(r.rank, 0, *r.be, r.s(), graph_->state_floats());
     } else {
       comm_->broadcast(r.rank, 0, *r.be, r.p(), n);
     }
@@ -151,7 +194,24 @@ void Model::set_params(const std::vector<float>& flat) {
            graph_->param_floats(), " parameter values, got ", flat.size());
   Replica& first = *replicas_.front();
   first.be->upload(first.params.get(), flat.data(), flat.size() * sizeof(float));
-  if (replicas() > 1) broadcast_from_first(false);
+  if (replicas() > 1) broadcast_from_first(Buffers::params);
+}
+
+std::vector<float> Model::get_state(int rank) const {
+  MR_CHECK(rank >= 0 && rank < replicas(), value, "no replica ", rank);
+  Replica& r = *replicas_[static_cast<size_t>(rank)];
+  std::vector<float> flat(static_cast<size_t>(graph_->state_floats()));
+  r.be->download(flat.data(), r.state.get(), flat.size() * sizeof(float));
+  return flat;
+}
+
+void Model::set_state(const std::vector<float>& flat) {
+  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_->state_floats(), shape, "expected ",
+           graph_->state_floats(), " state values, got ", flat.size());
+  if (flat.empty()) return;
+  Replica& first = *replicas_.front();
+  first.be->upload(first.state.get(), flat.data(), flat.size() * sizeof(float));
+  if (replicas() > 1) broadcast_from_first(Buffers::state);
 }
 
 void Model::compile(const CompileConfig& config) {
@@ -199,7 +259,7 @@ void Model::set_slot(int k, const std::vector<float>& flat) {
   Replica& first = *replicas_.front();
   first.be->upload(first.slots[static_cast<size_t>(k)].get(), flat.data(),
                    flat.size() * sizeof(float));
-  if (replicas() > 1) broadcast_from_first(true);
+  if (replicas() > 1) broadcast_from_first(Buffers::slots);
 }
 
 void Model::inject_fault(int rank, int64_t step, Fault kind, double seconds) {
@@ -275,7 +335,7 @@ void Model::start_train_step(const HostBatch& batch) {
     r.rows_last = count;
     stage(r, batch, begin, count, true);
     Backend& be = *r.be;
-    r.exec->forward(count, begin, step, true, r.p());
+    r.exec->forward(r.pass(count, global_rows, begin, step, true));
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
@@ -289,7 +349,7 @@ void Model::start_train_step(const HostBatch& batch) {
         be.metric(config_.metrics[m].kind, config_.metrics[m].threshold, count, out_cols, out, tgt,
                   r.a() + 1 + 2 * m);
     }
-    r.exec->backward(count, true, r.p(), r.g());
+    r.exec->backward(r.pass(count, global_rows, begin, step, true), r.g());
     comm_->all_reduce_sum(r.rank, be, r.g(), graph_->param_floats());
     std::vector<float*> slots;
     for (auto& s : r.slots) slots.push_back(static_cast<float*>(s.get()));
@@ -314,7 +374,7 @@ void Model::start_eval_step(const HostBatch& batch) {
     r.rows_last = count;
     if (count == 0) return;
     stage(r, batch, begin, count, true);
-    r.exec->forward(count, begin, 0, false, r.p());
+    r.exec->forward(r.pass(count, global_rows, begin, 0, false));
     const float* out = r.exec->output(0);
     const auto* tgt = static_cast<const float*>(r.targets.get());
     r.be->loss(config_.loss.kind, config_.loss.from_logits, count, out_cols, out, tgt, 0.0f,
@@ -348,7 +408,7 @@ void Model::predict_step(const HostBatch& batch, int k, float* out) {
     r.rows_last = count;
     if (count == 0) return;
     stage(r, batch, begin, count, false);
-    r.exec->forward(count, begin, 0, false, r.p());
+    r.exec->forward(r.pass(count, global_rows, begin, 0, false));
     r.be->download(out + begin * width, r.exec->output(k),
                    static_cast<size_t>(count * width) * sizeof(float));
   });

@@ -68,6 +68,9 @@ class Model {
   std::vector<float> get_params(int rank = 0) const;
   // Sets every replica's parameters (a broadcast from the host).
   void set_params(const std::vector<float>& flat);
+  // Non-trainable variables (Graph::states() layout), likewise.
+  std::vector<float> get_state(int rank = 0) const;
+  void set_state(const std::vector<float>& flat);
 
   void compile(const CompileConfig& config);
   bool compiled() const { return compiled_; }
@@ -115,7 +118,8 @@ class Model {
   // Posts `job` to every replica; a replica whose job throws aborts the
   // communicator so that its peers stop waiting for it.
   void post_all(std::function<void(Replica&)> job);
-  void broadcast_from_first(bool slots);
+  enum class Buffers { params, state, slots };
+  void broadcast_from_first(Buffers which);
   void stage(Replica& r, const HostBatch& batch, int64_t begin, int64_t count, bool targets);
   void check_batch(const HostBatch& batch, bool targets) const;
 

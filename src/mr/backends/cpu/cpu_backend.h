@@ -48,6 +48,19 @@ class CpuBackend : public Backend {
                        float* y) override;
   void multiply(int64_t n, const float* a, const float* b, float* out) override;
 
+  void column_moments(int64_t rows, int64_t cols, const float* x, const float* mean, float scale,
+                      float* out) override;
+  void batch_norm_forward(int64_t rows, int64_t cols, const float* x, const float* mean,
+                          const float* var, const float* gamma, const float* beta, float eps,
+                          float* y) override;
+  void batch_norm_backward_reduce(int64_t rows, int64_t cols, const float* dy, const float* x,
+                                  const float* mean, const float* var, float eps, float* sum_dy,
+                                  float* sum_dy_xhat) override;
+  void batch_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,
+                           const float* mean, const float* var, const float* gamma, float eps,
+                           const float* sum_dy, const float* sum_dy_xhat, float inv_n,
+                           float* dx) override;
+
   void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
             const float* target, float grad_scale, float* dpred, double* loss_acc) override;
   void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,

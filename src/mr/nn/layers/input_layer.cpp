@@ -1,0 +1,52 @@
+// InputLayer: the model's entry point. The step writes the batch into the
+// node's buffer directly, so forward and backward do nothing.
+#include "nn/layers/layer_util.h"
+
+namespace mr {
+
+namespace {
+
+class InputLayer final : public Layer {
+ public:
+  explicit InputLayer(ConfigReader& r) : name_(r.name()) {
+    const Json& cfg = r.raw();
+    const char* key = cfg.contains("batch_shape") ? "batch_shape" : "batch_input_shape";
+    const Json* bs = r.take(key);
+    if (bs == nullptr || !bs->is_array() || bs->size() < 2)
+      r.bad(key, "a batch shape [null, d1, ...] of rank >= 2");
+    std::vector<int64_t> dims;
+    for (size_t i = 1; i < bs->size(); ++i) {
+      const Json& d = (*bs)[i];
+      if (!d.is_number_integer() || d.get<int64_t>() < 1)
+        r.bad(key, "fixed positive dimensions after the batch dimension");
+      dims.push_back(d.get<int64_t>());
+    }
+    shape_ = Shape(dims);
+    r.must_equal("sparse", false);
+    r.must_equal("ragged", false);
+    r.must_equal("optional", false);
+  }
+  const char* class_name() const override { return "InputLayer"; }
+  Shape output_shape(const std::vector<Shape>& in) const override {
+    MR_CHECK(in.empty(), shape, "InputLayer '", name_, "' has no inputs");
+    return shape_;
+  }
+  void forward(const ForwardArgs&) const override {}
+  void backward(const BackwardArgs&) const override {}
+  Json config() const override {
+    Json bs = Json::array({nullptr});
+    for (int64_t d : shape_.dims()) bs.push_back(d);
+    return Json{{"batch_shape", bs}, {"dtype", "float32"}, {"sparse", false},
+                {"ragged", false},   {"name", name_},      {"optional", false}};
+  }
+
+ private:
+  std::string name_;
+  Shape shape_;
+};
+
+}  // namespace
+
+MR_REGISTER_LAYER(InputLayer, InputLayer)
+
+}  // namespace mr

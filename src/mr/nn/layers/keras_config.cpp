@@ -1,0 +1,172 @@
+#include "nn/layers/keras_config.h"
+
+#include "core/error.h"
+
+namespace mr {
+
+namespace {
+
+bool is_float32_policy(const Json& d) {
+  if (d.is_null()) return true;
+  if (d.is_string()) return d.get<std::string>() == "float32";
+  if (d.is_object() && d.contains("config") && d["config"].is_object() &&
+      d["config"].contains("name") && d["config"]["name"].is_string())
+    return d["config"]["name"].get<std::string>() == "float32";
+  return false;
+}
+
+uint64_t derive_seed(uint64_t seed, int k) {
+  // splitmix64 finaliser: distinct, well-mixed seeds for the layer's parts.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(k + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return (z ^ (z >> 31)) & 0x7fffffffULL;
+}
+
+}  // namespace
+
+ConfigReader::ConfigReader(const char* class_name, const Json& config, uint64_t seed)
+    : class_name_(class_name), cfg_(config), seed_(seed) {
+  MR_CHECK(cfg_.is_object(), value, class_name_, ": the config must be an object, got ",
+           cfg_.dump());
+  const Json* n = get("name");
+  MR_CHECK(n != nullptr && n->is_string() && !n->get<std::string>().empty(), value, class_name_,
+           ": the config needs a non-empty string 'name'");
+  name_ = n->get<std::string>();
+  if (const Json* t = get("trainable"))
+    MR_CHECK(t->is_boolean() && t->get<bool>(), value, who(),
+             ": trainable = FALSE is not supported yet (frozen layers come with a later release)");
+  if (const Json* d = get("dtype"))
+    MR_CHECK(is_float32_policy(*d), value, who(), ": dtype ", d->dump(),
+             " is not supported; mirrored computes in float32");
+}
+
+std::string ConfigReader::who() const { return class_name_ + " '" + name_ + "'"; }
+
+const Json* ConfigReader::get(const char* key) {
+  seen_.insert(key);
+  auto it = cfg_.find(key);
+  return it == cfg_.end() ? nullptr : &*it;
+}
+
+void ConfigReader::bad(const char* key, const std::string& expected) const {
+  auto it = cfg_.find(key);
+  fail(ErrorKind::value, who(), ": '", key, "' must be ", expected, ", got ",
+       it == cfg_.end() ? std::string("nothing") : it->dump());
+}
+
+int64_t ConfigReader::integer(const char* key, int64_t def, int64_t min) {
+  const Json* v = get(key);
+  if (v == nullptr || v->is_null()) return def;
+  int64_t x = 0;
+  if (v->is_number_integer()) {
+    x = v->get<int64_t>();
+  } else if (v->is_number_float() && v->get<double>() == static_cast<double>(
+                                                              static_cast<int64_t>(v->get<double>()))) {
+    x = static_cast<int64_t>(v->get<double>());
+  } else {
+    bad(key, "an integer");
+  }
+  if (x < min) bad(key, "an integer >= " + std::to_string(min));
+  return x;
+}
+
+double ConfigReader::number(const char* key, double def) {
+  const Json* v = get(key);
+  if (v == nullptr || v->is_null()) return def;
+  if (!v->is_number()) bad(key, "a number");
+  return v->get<double>();
+}
+
+bool ConfigReader::boolean(const char* key, bool def) {
+  const Json* v = get(key);
+  if (v == nullptr || v->is_null()) return def;
+  if (!v->is_boolean()) bad(key, "TRUE or FALSE");
+  return v->get<bool>();
+}
+
+std::string ConfigReader::string(const char* key, const std::string& def) {
+  const Json* v = get(key);
+  if (v == nullptr || v->is_null()) return def;
+  if (!v->is_string()) bad(key, "a string");
+  return v->get<std::string>();
+}
+
+Activation ConfigReader::activation(const char* key) {
+  const Json* v = get(key);
+  if (v == nullptr || v->is_null()) return Activation::linear;
+  if (!v->is_string()) bad(key, "the name of an activation");
+  return activation_from_name(v->get<std::string>());
+}
+
+Initializer ConfigReader::initializer(const char* key, const char* def, int k) {
+  const Json* v = get(key);
+  const uint64_t s = derive_seed(seed_, k);
+  if (v == nullptr || v->is_null()) return initializer_from_keras(Json(def), s, who());
+  return initializer_from_keras(*v, s, who() + " " + key);
+}
+
+uint64_t ConfigReader::seed(const char* key, bool* given) {
+  const Json* v = get(key);
+  *given = v != nullptr && !v->is_null();
+  if (!*given) return derive_seed(seed_, 100);
+  if (!v->is_number_integer() || v->get<int64_t>() < 0) bad(key, "a non-negative integer or null");
+  return v->get<uint64_t>();
+}
+
+void ConfigReader::must_be_null(const char* key) {
+  const Json* v = get(key);
+  if (v != nullptr && !v->is_null()) bad(key, "null (the option is not supported yet)");
+}
+
+void ConfigReader::must_equal(const char* key, const Json& def) {
+  const Json* v = get(key);
+  if (v != nullptr && !v->is_null() && *v != def)
+    bad(key, def.dump() + " (other values are not supported yet)");
+}
+
+void ConfigReader::finish() {
+  for (auto it = cfg_.begin(); it != cfg_.end(); ++it)
+    MR_CHECK(seen_.count(it.key()) != 0, value, who(), ": unknown option '", it.key(), "'");
+}
+
+Json base_config(const std::string& name) {
+  return Json{{"name", name},
+              {"trainable", true},
+              {"dtype",
+               {{"module", "keras"},
+                {"class_name", "DTypePolicy"},
+                {"config", {{"name", "float32"}}},
+                {"registered_name", nullptr}}}};
+}
+
+Activation activation_from_name(const std::string& name) {
+  if (name == "linear" || name.empty()) return Activation::linear;
+  if (name == "relu") return Activation::relu;
+  if (name == "sigmoid") return Activation::sigmoid;
+  if (name == "tanh") return Activation::tanh;
+  if (name == "softmax") return Activation::softmax;
+  if (name == "gelu") return Activation::gelu;
+  fail(ErrorKind::value, "unknown activation '", name,
+       "' (expected relu, sigmoid, tanh, softmax, gelu or linear)");
+}
+
+const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::linear:
+      return "linear";
+    case Activation::relu:
+      return "relu";
+    case Activation::sigmoid:
+      return "sigmoid";
+    case Activation::tanh:
+      return "tanh";
+    case Activation::softmax:
+      return "softmax";
+    case Activation::gelu:
+      return "gelu";
+  }
+  return "linear";
+}
+
+}  // namespace mr

@@ -1,0 +1,54 @@
+#include "nn/layers/registry.h"
+
+#include <sstream>
+
+#include "core/error.h"
+
+// One line per layer type: X(KerasClassName). The file nn/layers/<name>.cpp
+// defines make_layer_<KerasClassName>() with MR_REGISTER_LAYER.
+#define MR_LAYER_TYPES(X) \
+  X(InputLayer)           \
+  X(Dense)                \
+  X(Activation)           \
+  X(Dropout)              \
+  X(Flatten)              \
+  X(BatchNormalization)   \
+  X(Add)
+
+namespace mr {
+
+#define MR_DECLARE_FACTORY(cls) \
+  std::unique_ptr<Layer> make_layer_##cls(const Json& config, uint64_t seed);
+MR_LAYER_TYPES(MR_DECLARE_FACTORY)
+#undef MR_DECLARE_FACTORY
+
+namespace {
+
+struct LayerType {
+  const char* class_name;
+  std::unique_ptr<Layer> (*make)(const Json&, uint64_t);
+};
+
+#define MR_TABLE_ENTRY(cls) {#cls, &make_layer_##cls},
+constexpr LayerType kLayerTypes[] = {MR_LAYER_TYPES(MR_TABLE_ENTRY)};
+#undef MR_TABLE_ENTRY
+
+}  // namespace
+
+std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config,
+                                  uint64_t seed) {
+  for (const LayerType& t : kLayerTypes)
+    if (class_name == t.class_name) return t.make(config, seed);
+  std::ostringstream known;
+  for (const LayerType& t : kLayerTypes) known << (&t == kLayerTypes ? "" : ", ") << t.class_name;
+  fail(ErrorKind::value, "unknown layer class '", class_name, "' (mirrored has ", known.str(),
+       ")");
+}
+
+std::vector<std::string> layer_class_names() {
+  std::vector<std::string> out;
+  for (const LayerType& t : kLayerTypes) out.emplace_back(t.class_name);
+  return out;
+}
+
+}  // namespace mr
