@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "nn/graph.h"
+#include "nn/layers/registry.h"
 #include "r_glue.h"
 #include "train/model.h"
 
@@ -18,34 +19,14 @@ namespace {
 
 using ModelPtr = Rcpp::XPtr<mr::Model>;
 
-mr::Initializer to_initializer(const Rcpp::List& spec) {
-  mr::Initializer init;
-  init.kind = mr::initializer_kind(Rcpp::as<std::string>(spec["name"]));
-  init.a = Rcpp::as<double>(spec["a"]);
-  init.b = Rcpp::as<double>(spec["b"]);
-  init.seed = static_cast<uint64_t>(Rcpp::as<double>(spec["seed"]));
-  return init;
-}
-
-std::unique_ptr<mr::Layer> to_layer(const std::string& cls, const Rcpp::List& cfg) {
-  if (cls == "InputLayer") {
-    const auto dims = Rcpp::as<std::vector<double>>(cfg["shape"]);
-    std::vector<int64_t> d(dims.begin(), dims.end());
-    return mr::make_input_layer(mr::Shape(d));
-  }
-  if (cls == "Dense")
-    return mr::make_dense(static_cast<int64_t>(Rcpp::as<double>(cfg["units"])),
-                          mr::activation_from_name(Rcpp::as<std::string>(cfg["activation"])),
-                          Rcpp::as<bool>(cfg["use_bias"]),
-                          to_initializer(Rcpp::as<Rcpp::List>(cfg["kernel_initializer"])),
-                          to_initializer(Rcpp::as<Rcpp::List>(cfg["bias_initializer"])));
-  if (cls == "Activation")
-    return mr::make_activation(mr::activation_from_name(Rcpp::as<std::string>(cfg["activation"])));
-  if (cls == "Dropout")
-    return mr::make_dropout(Rcpp::as<double>(cfg["rate"]),
-                            static_cast<uint64_t>(Rcpp::as<double>(cfg["seed"])));
-  if (cls == "Flatten") return mr::make_flatten();
-  mr::fail(mr::ErrorKind::value, "unknown layer class '", cls, "'");
+// Every variable in Keras' order: node order, then each layer's own order
+// (trainable and non-trainable interleaved, e.g. gamma, beta, moving_mean,
+// moving_variance).
+std::vector<mr::Graph::WeightRef> keras_order(const mr::Graph& g) {
+  std::vector<mr::Graph::WeightRef> out;
+  for (int i = 0; i < g.size(); ++i)
+    for (const auto& w : g.node_weights(i)) out.push_back(w);
+  return out;
 }
 
 }  // namespace
@@ -60,8 +41,9 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       const Rcpp::List nd = nodes[i];
       mr::GraphNode g;
       g.name = Rcpp::as<std::string>(nd["name"]);
-      g.layer =
-          to_layer(Rcpp::as<std::string>(nd["class_name"]), Rcpp::as<Rcpp::List>(nd["config"]));
+      g.layer = mr::make_layer(Rcpp::as<std::string>(nd["class_name"]),
+                               mr_glue::json_from_r(nd["config"]),
+                               static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
       g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
       gn.push_back(std::move(g));
     }
@@ -115,23 +97,26 @@ Rcpp::CharacterVector cpp_model_communicator(SEXP ptr) {
   });
 }
 
-// Output shape (per sample) and parameter count of every node.
+// Output shape (per sample) and trainable / non-trainable variable counts of
+// every node.
 // [[Rcpp::export]]
 Rcpp::List cpp_model_info(SEXP ptr) {
   return guarded([&] {
     ModelPtr m(ptr);
     const mr::Graph& g = m->graph();
     Rcpp::List shapes(g.size());
-    Rcpp::NumericVector params(g.size());
+    Rcpp::NumericVector params(g.size()), states(g.size());
     for (int i = 0; i < g.size(); ++i) {
       const auto& d = g.out_shape(i).dims();
       shapes[i] = Rcpp::NumericVector(d.begin(), d.end());
-      double n = 0;
-      for (int p : g.node_params(i))
-        n += static_cast<double>(g.params()[static_cast<size_t>(p)].size);
+      double n = 0, ns = 0;
+      for (const auto& w : g.node_weights(i))
+        (w.trainable ? n : ns) += static_cast<double>(g.weight(w).size);
       params[i] = n;
+      states[i] = ns;
     }
     return Rcpp::List::create(Rcpp::Named("output_shapes") = shapes, Rcpp::Named("params") = params,
+                              Rcpp::Named("non_trainable") = states,
                               Rcpp::Named("replicas") = m->replicas());
   });
 }
@@ -142,12 +127,14 @@ Rcpp::List cpp_model_info(SEXP ptr) {
 Rcpp::List cpp_model_get_weights(SEXP ptr, int rank = 0) {
   return guarded([&] {
     ModelPtr m(ptr);
-    const std::vector<float> flat = m->get_params(rank);
-    const auto& params = m->graph().params();
-    Rcpp::List out(params.size());
-    for (size_t k = 0; k < params.size(); ++k)
-      out[static_cast<R_xlen_t>(k)] =
-          mr_glue::from_row_major(flat.data() + params[k].offset, params[k].shape.dims());
+    const std::vector<float> flat = m->get_params(rank), state = m->get_state(rank);
+    const auto order = keras_order(m->graph());
+    Rcpp::List out(order.size());
+    for (size_t k = 0; k < order.size(); ++k) {
+      const auto& v = m->graph().weight(order[k]);
+      const float* src = (order[k].trainable ? flat : state).data() + v.offset;
+      out[static_cast<R_xlen_t>(k)] = mr_glue::from_row_major(src, v.shape.dims());
+    }
     return out;
   });
 }
@@ -156,10 +143,12 @@ Rcpp::List cpp_model_get_weights(SEXP ptr, int rank = 0) {
 void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
   guarded([&] {
     ModelPtr m(ptr);
-    const auto& params = m->graph().params();
-    MR_CHECK(static_cast<size_t>(weights.size()) == params.size(), value, "expected ",
-             params.size(), " weight arrays, got ", weights.size());
-    std::vector<float> flat = m->get_params();
+    const auto order = keras_order(m->graph());
+    MR_CHECK(static_cast<size_t>(weights.size()) == order.size(), value, "expected ", order.size(),
+             " weight arrays, got ", weights.size());
+    std::vector<float> flat = m->get_params(), state = m->get_state();
+    std::vector<mr::Graph::Param> params;
+    for (const auto& w : order) params.push_back(m->graph().weight(w));
     for (size_t k = 0; k < params.size(); ++k) {
       SEXP w = weights[static_cast<R_xlen_t>(k)];
       std::vector<int64_t> dims = mr_glue::r_dims(w);
@@ -178,9 +167,11 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
         src = tmp;
       }
       const std::vector<float> v = mr_glue::to_row_major(src, "weights");
-      std::copy(v.begin(), v.end(), flat.begin() + params[k].offset);
+      std::copy(v.begin(), v.end(),
+                (order[k].trainable ? flat : state).begin() + params[k].offset);
     }
     m->set_params(flat);
+    m->set_state(state);
   });
 }
 

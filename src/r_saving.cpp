@@ -10,6 +10,7 @@
 #include "io/file_util.h"
 #include "io/json.h"
 #include "io/keras_weights.h"
+#include "train/model_weights.h"
 #include "io/zip_archive.h"
 #include "r_glue.h"
 #include "train/model.h"

@@ -1,6 +1,5 @@
 #include "io/keras_weights.h"
 
-#include <algorithm>
 #include <set>
 
 #include "core/error.h"
@@ -8,59 +7,30 @@
 
 namespace mr {
 
-std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params) {
-  const int slots = slot_count(c);
-  std::vector<std::vector<int>> blocks;
-  if (c.kind == OptimizerConfig::Kind::adam || c.kind == OptimizerConfig::Kind::adamw) {
-    blocks.push_back({0, 1});
-    if (slots > 2) blocks.push_back({2});
-  } else {
-    for (int k = 0; k < slots; ++k) blocks.push_back({k});
-  }
-  std::vector<std::pair<int, int>> out;
-  for (const auto& block : blocks)
-    for (int p = 0; p < n_params; ++p)
-      for (int k : block) out.emplace_back(k, p);
-  return out;
-}
-
-Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
-                          const std::vector<std::pair<std::string, std::string>>& root_attrs,
-                          const std::string& what) {
-  const Graph& g = model.graph();
-  const auto& params = g.params();
+Bytes write_weights_h5(const KerasWeightsFile& file,
+                       const std::vector<std::pair<std::string, std::string>>& root_attrs,
+                       const std::string& what) {
   H5Writer w(what);
   for (const auto& a : root_attrs) w.attr_string("", a.first, a.second);
-  const std::vector<float> flat = model.get_params(0);
-  for (const auto& l : layout.layers) {
+  for (const auto& l : file.layers) {
     const std::string vars = l.group + "/vars";
     w.group(vars);
     w.attr_string(vars, "name", l.name);
-    if (l.node < 0) continue;
-    MR_CHECK(l.node < g.size(), internal, "layout names node ", l.node, " of ", g.size());
     int i = 0;
-    for (int p : g.node_params(l.node)) {
-      const auto& prm = params[static_cast<size_t>(p)];
-      w.dataset_f32(vars + "/" + std::to_string(i++), prm.shape.dims(), flat.data() + prm.offset);
-    }
+    for (const HostTensor& t : l.vars)
+      w.dataset_f32(vars + "/" + std::to_string(i++), t.shape.dims(), t.values.data());
   }
-  if (layout.optimizer && model.compiled()) {
+  if (file.has_optimizer) {
     w.group("optimizer/vars");
-    w.attr_string("optimizer/vars", "name", layout.optimizer_name);
-    w.scalar_i64("optimizer/vars/0", model.iterations());
-    w.scalar_f32("optimizer/vars/1", static_cast<float>(model.config().optimizer.learning_rate));
-    const OptimizerConfig& oc = model.config().optimizer;
-    std::vector<std::vector<float>> slots;
-    for (int k = 0; k < slot_count(oc); ++k) slots.push_back(model.get_slot(k, 0));
+    w.attr_string("optimizer/vars", "name", file.optimizer_name);
+    w.scalar_i64("optimizer/vars/0", file.iterations);
+    w.scalar_f32("optimizer/vars/1", static_cast<float>(file.learning_rate));
     int i = 2;
-    for (const auto& kp : keras_slot_order(oc, static_cast<int>(params.size()))) {
-      const auto& prm = params[static_cast<size_t>(kp.second)];
-      w.dataset_f32("optimizer/vars/" + std::to_string(i++), prm.shape.dims(),
-                    slots[static_cast<size_t>(kp.first)].data() + prm.offset);
-    }
+    for (const HostTensor& t : file.optimizer_vars)
+      w.dataset_f32("optimizer/vars/" + std::to_string(i++), t.shape.dims(), t.values.data());
   }
   w.group("vars");
-  w.attr_string("vars", "name", layout.model_name);
+  w.attr_string("vars", "name", file.model_name);
   return w.finish();
 }
 
@@ -79,18 +49,15 @@ int count_vars(const H5Reader& r, const std::string& vars) {
 
 }  // namespace
 
-KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& layout,
-                                      const Bytes& image, const std::string& what,
-                                      bool load_optimizer) {
+KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
+                                 const KerasWeightsExpect& expect) {
   H5Reader r(image, what);
-  const Graph& g = model.graph();
-  const auto& params = g.params();
   if (!r.is_group("layers"))
     fail(ErrorKind::io, what, ": no 'layers' group: not a Keras 3 weights file");
 
   // Every group under layers/ must be one the model expects, and back.
   std::set<std::string> expected;
-  for (const auto& l : layout.layers) expected.insert(l.group);
+  for (const auto& l : expect.layers) expected.insert(l.group);
   for (const auto& child : r.children("layers")) {
     const std::string path = "layers/" + child;
     if (!expected.count(path)) {
@@ -101,10 +68,11 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
            "', which this model does not have (a weights file from another architecture?)");
     }
   }
-  std::vector<float> flat = model.get_params(0);
-  for (const auto& l : layout.layers) {
+  KerasWeightsRead out;
+  for (const auto& l : expect.layers) {
+    KerasWeightsFile::Layer layer{l.group, l.name, {}};
     const std::string vars = l.group + "/vars";
-    const int want = l.node < 0 ? 0 : static_cast<int>(g.node_params(l.node).size());
+    const int want = static_cast<int>(l.shapes.size());
     if (!r.is_group(vars)) {
       if (want == 0) continue;
       fail(ErrorKind::io, what, ": has no group '", vars, "' for layer '", l.name,
@@ -114,47 +82,31 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
     if (have != want)
       fail(ErrorKind::io, what, ": layer '", l.name, "' expects ", want, " variables, group '",
            vars, "' has ", have, " (a weights file from another architecture?)");
-    int i = 0;
-    for (int p = 0; want > 0 && p < static_cast<int>(g.node_params(l.node).size()); ++p) {
-      const auto& prm = params[static_cast<size_t>(g.node_params(l.node)[static_cast<size_t>(p)])];
-      const std::vector<float> v = r.read_f32(vars + "/" + std::to_string(i++), prm.shape.dims());
-      std::copy(v.begin(), v.end(), flat.begin() + prm.offset);
+    for (int i = 0; i < want; ++i) {
+      const Shape& s = l.shapes[static_cast<size_t>(i)];
+      layer.vars.push_back({s, r.read_f32(vars + "/" + std::to_string(i), s.dims())});
     }
+    out.file.layers.push_back(std::move(layer));
   }
-
-  KerasWeightsResult res;
-  std::vector<std::vector<float>> slots;
-  if (load_optimizer && model.compiled() && r.is_group("optimizer/vars")) {
-    const OptimizerConfig& oc = model.config().optimizer;
-    const auto order = keras_slot_order(oc, static_cast<int>(params.size()));
+  if (expect.optimizer && r.is_group("optimizer/vars")) {
     const int have = count_vars(r, "optimizer/vars");
-    if (have == static_cast<int>(order.size()) + 2 || have == 2) {
-      res.iterations = r.read_scalar_i64("optimizer/vars/0");
-      if (res.iterations < 0) fail(ErrorKind::io, what, ": negative optimizer iteration count");
-      res.learning_rate = r.read_scalar("optimizer/vars/1");
-      for (int k = 0; k < slot_count(oc); ++k) slots.emplace_back(flat.size(), 0.0f);
-      int i = 2;
-      for (int k = 0; have > 2 && k < static_cast<int>(order.size()); ++k) {
-        const auto& prm = params[static_cast<size_t>(order[static_cast<size_t>(k)].second)];
-        const std::vector<float> v =
-            r.read_f32("optimizer/vars/" + std::to_string(i++), prm.shape.dims());
-        std::copy(
-            v.begin(), v.end(),
-            slots[static_cast<size_t>(order[static_cast<size_t>(k)].first)].begin() + prm.offset);
+    const int full = static_cast<int>(expect.optimizer_shapes.size()) + 2;
+    if (have == full || have == 2) {
+      out.file.has_optimizer = true;
+      out.file.iterations = r.read_scalar_i64("optimizer/vars/0");
+      if (out.file.iterations < 0) fail(ErrorKind::io, what, ": negative optimizer iteration count");
+      out.file.learning_rate = r.read_scalar("optimizer/vars/1");
+      for (int i = 2; have > 2 && i < have; ++i) {
+        const Shape& s = expect.optimizer_shapes[static_cast<size_t>(i - 2)];
+        out.file.optimizer_vars.push_back(
+            {s, r.read_f32("optimizer/vars/" + std::to_string(i), s.dims())});
       }
-      res.optimizer = have == 2 ? "partial" : "loaded";
+      out.optimizer = have == 2 ? "partial" : "loaded";
     } else {
-      res.optimizer = "mismatch";
+      out.optimizer = "mismatch";
     }
   }
-
-  // Everything was read and checked: only now change the model.
-  model.set_params(flat);
-  if (res.optimizer == "loaded" || res.optimizer == "partial") {
-    for (size_t k = 0; k < slots.size(); ++k) model.set_slot(static_cast<int>(k), slots[k]);
-    model.set_iterations(res.iterations);
-  }
-  return res;
+  return out;
 }
 
 std::string read_keras_root_attr(const Bytes& image, const std::string& what,

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "io/h5_file.h"
 #include "io/keras_weights.h"
+#include "train/model_weights.h"
 #include "tests/graphs.h"
 #include "train/model.h"
 #include "tests/test_util.h"

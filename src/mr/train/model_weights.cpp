@@ -1,0 +1,130 @@
+#include "train/model_weights.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "io/keras_weights.h"
+
+namespace mr {
+
+std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params) {
+  const int slots = slot_count(c);
+  std::vector<std::vector<int>> blocks;
+  if (c.kind == OptimizerConfig::Kind::adam || c.kind == OptimizerConfig::Kind::adamw) {
+    blocks.push_back({0, 1});
+    if (slots > 2) blocks.push_back({2});
+  } else {
+    for (int k = 0; k < slots; ++k) blocks.push_back({k});
+  }
+  std::vector<std::pair<int, int>> out;
+  for (const auto& block : blocks)
+    for (int p = 0; p < n_params; ++p)
+      for (int k : block) out.emplace_back(k, p);
+  return out;
+}
+
+namespace {
+
+void check_node(const Graph& g, int node) {
+  MR_CHECK(node < g.size(), internal, "layout names node ", node, " of ", g.size());
+}
+
+HostTensor slice(const std::vector<float>& flat, const Graph::Param& p) {
+  return {p.shape, std::vector<float>(flat.begin() + p.offset, flat.begin() + p.offset + p.size)};
+}
+
+}  // namespace
+
+Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
+                          const std::vector<std::pair<std::string, std::string>>& root_attrs,
+                          const std::string& what) {
+  const Graph& g = model.graph();
+  const std::vector<float> flat = model.get_params(0), state = model.get_state(0);
+  KerasWeightsFile file;
+  file.model_name = layout.model_name;
+  for (const auto& l : layout.layers) {
+    KerasWeightsFile::Layer layer{l.group, l.name, {}};
+    if (l.node >= 0) {
+      check_node(g, l.node);
+      for (const auto& w : g.node_weights(l.node))
+        layer.vars.push_back(slice(w.trainable ? flat : state, g.weight(w)));
+    }
+    file.layers.push_back(std::move(layer));
+  }
+  if (layout.optimizer && model.compiled()) {
+    const OptimizerConfig& oc = model.config().optimizer;
+    file.has_optimizer = true;
+    file.optimizer_name = layout.optimizer_name;
+    file.iterations = model.iterations();
+    file.learning_rate = oc.learning_rate;
+    std::vector<std::vector<float>> slots;
+    for (int k = 0; k < slot_count(oc); ++k) slots.push_back(model.get_slot(k, 0));
+    for (const auto& kp : keras_slot_order(oc, static_cast<int>(g.params().size())))
+      file.optimizer_vars.push_back(slice(slots[static_cast<size_t>(kp.first)],
+                                          g.params()[static_cast<size_t>(kp.second)]));
+  }
+  return write_weights_h5(file, root_attrs, what);
+}
+
+KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& layout,
+                                      const Bytes& image, const std::string& what,
+                                      bool load_optimizer) {
+  const Graph& g = model.graph();
+  const auto& params = g.params();
+  KerasWeightsExpect expect;
+  for (const auto& l : layout.layers) {
+    KerasWeightsExpect::Layer e{l.group, l.name, {}};
+    if (l.node >= 0) {
+      check_node(g, l.node);
+      for (const auto& w : g.node_weights(l.node)) e.shapes.push_back(g.weight(w).shape);
+    }
+    expect.layers.push_back(std::move(e));
+  }
+  std::vector<std::pair<int, int>> order;
+  if (load_optimizer && model.compiled()) {
+    expect.optimizer = true;
+    order = keras_slot_order(model.config().optimizer, static_cast<int>(params.size()));
+    for (const auto& kp : order) expect.optimizer_shapes.push_back(params[kp.second].shape);
+  }
+  const KerasWeightsRead read = read_weights_h5(image, what, expect);
+
+  std::vector<float> flat = model.get_params(0), state = model.get_state(0);
+  for (size_t k = 0; k < layout.layers.size(); ++k) {
+    const auto& l = layout.layers[k];
+    if (l.node < 0) continue;
+    const auto it = std::find_if(read.file.layers.begin(), read.file.layers.end(),
+                                 [&](const KerasWeightsFile::Layer& f) { return f.group == l.group; });
+    if (it == read.file.layers.end()) continue;  // a layer without variables
+    const auto& refs = g.node_weights(l.node);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      const Graph::Param& p = g.weight(refs[i]);
+      std::copy(it->vars[i].values.begin(), it->vars[i].values.end(),
+                (refs[i].trainable ? flat : state).begin() + p.offset);
+    }
+  }
+  KerasWeightsResult res;
+  res.optimizer = read.optimizer;
+  std::vector<std::vector<float>> slots;
+  if (read.file.has_optimizer) {
+    res.iterations = read.file.iterations;
+    res.learning_rate = read.file.learning_rate;
+    const OptimizerConfig& oc = model.config().optimizer;
+    for (int k = 0; k < slot_count(oc); ++k) slots.emplace_back(flat.size(), 0.0f);
+    for (size_t i = 0; i < read.file.optimizer_vars.size(); ++i) {
+      const auto& kp = order[i];
+      const auto& v = read.file.optimizer_vars[i].values;
+      std::copy(v.begin(), v.end(),
+                slots[static_cast<size_t>(kp.first)].begin() + params[kp.second].offset);
+    }
+  }
+  // Everything was read and checked: only now change the model.
+  model.set_params(flat);
+  model.set_state(state);
+  if (res.optimizer == "loaded" || res.optimizer == "partial") {
+    for (size_t k = 0; k < slots.size(); ++k) model.set_slot(static_cast<int>(k), slots[k]);
+    model.set_iterations(res.iterations);
+  }
+  return res;
+}
+
+}  // namespace mr
