@@ -63,8 +63,14 @@ as_initializer <- function(x, arg, call = sys.call(-1)) {
               call = call)
 }
 
-# The core's view: the seed is fixed when the layer is made.
-initializer_spec <- function(init) {
-  list(name = init$name, a = init$a, b = init$b,
-       seed = if (is.null(init$seed)) draw_seed() else init$seed)
+# Keras' serialized form, which the core's layer registry reads (an unseeded
+# initializer draws from the layer's seed there).
+initializer_keras_config <- function(init) {
+  seed <- if (is.null(init$seed)) NULL else as.integer(init$seed)
+  cfg <- switch(init$name,
+    random_normal = list(seed = seed, mean = as.numeric(init$a), stddev = as.numeric(init$b)),
+    zeros = , ones = stats::setNames(list(), character()),
+    list(seed = seed)
+  )
+  list(module = "keras.initializers", class_name = init$class_name, config = cfg, registered_name = NULL)
 }

@@ -10,19 +10,31 @@ Layer <- R6::R6Class("mirrored_layer",
   public = list(
     class_name = NULL,
     name = NULL,
+    # The Keras config, as the core's layer registry normalized it (every
+    # option written out): what get_config() and .keras files show.
     config = NULL,
-    initialize = function(class_name, name, config) {
+    # Seeds what the config leaves unseeded (initializers, dropout masks);
+    # drawn from R's generator, so set_random_seed() fixes it.
+    seed = NULL,
+    # input_shape = given to the first layer of a sequential model.
+    input_shape = NULL,
+    initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
-      self$name <- name
-      self$config <- config
+      self$seed <- draw_seed()
+      self$config <- with_core(cpp_layer_spec(class_name, config, self$seed, NULL), call = call)$config
+      self$name <- self$config$name
+      self$input_shape <- input_shape
     },
-    # Per-sample output shape for the given per-sample input shape.
-    output_shape = function(input_shape) {
-      switch(self$class_name,
-        Dense = c(utils::head(input_shape, -1), self$config$units),
-        Flatten = prod(input_shape),
-        input_shape
-      )
+    # The core's answer for these per-sample input shapes (a list of shapes):
+    # output_shape, and weights (name, shape, trainable, size).
+    spec = function(input_shapes, call = sys.call(-1)) {
+      with_core(cpp_layer_spec(self$class_name, self$config, self$seed,
+                               lapply(input_shapes, as.numeric)), call = call)
+    },
+    # Per-sample output shape for the given per-sample input shape(s).
+    output_shape = function(input_shapes, call = sys.call(-1)) {
+      if (!is.list(input_shapes)) input_shapes <- list(input_shapes)
+      as.integer(self$spec(input_shapes, call = call)$output_shape)
     },
     print = function(...) {
       cat("<", self$class_name, " name=", self$name, ">\n", sep = "")
@@ -30,6 +42,22 @@ Layer <- R6::R6Class("mirrored_layer",
     }
   )
 )
+
+# A layer of Keras class `class_name`: the layer_*() constructors' common end.
+# `config` holds the layer's own options in Keras' names; `dots` the checked
+# `...` (name, input_shape, trainable, dtype).
+new_layer <- function(class_name, config, dots, call = sys.call(-1)) {
+  config <- c(list(name = dots$name %||% auto_name(to_snake_case(class_name))), config)
+  if (!is.null(dots$trainable)) config$trainable <- dots$trainable
+  if (!is.null(dots$dtype)) config$dtype <- dots$dtype
+  Layer$new(class_name, config, input_shape = dots$input_shape, call = call)
+}
+
+# The InputLayer of a model taking samples of per-sample `shape`.
+input_layer <- function(shape, name = NULL, call = sys.call(-1)) {
+  Layer$new("InputLayer", list(batch_shape = c(list(NULL), as.list(as.integer(shape))),
+                               name = name %||% auto_name("input_layer")), call = call)
+}
 
 # Keras' automatic names: the snake_case class name, then _1, _2, ... for
 # later layers of the same class in this R session.
@@ -71,7 +99,10 @@ dim.mirrored_keras_tensor <- function(x) c(NA_integer_, x$shape)
 # model -> the layer added to it (in place, model returned invisibly).
 compose_layer <- function(object, layer, call = sys.call(-1)) {
   if (missing(object) || is.null(object)) return(layer)
-  if (is_keras_tensor(object)) return(call_layer(layer, object, call = call))
+  if (is_keras_tensor(object) ||
+      (is.list(object) && length(object) && all(vapply(object, is_keras_tensor, logical(1))))) {
+    return(call_layer(layer, object, call = call))
+  }
   if (inherits(object, "mirrored_sequential")) {
     object$add(layer)
     return(invisible(object))
@@ -84,13 +115,12 @@ compose_layer <- function(object, layer, call = sys.call(-1)) {
                 "or missing; not {describe(object)}."), call = call)
 }
 
+# `x`: one symbolic tensor, or a list of them for layers of several inputs.
 call_layer <- function(layer, x, call = sys.call(-1)) {
-  if (!is_keras_tensor(x)) {
-    abort_value("Layer {.val {layer$name}} can only be called on a symbolic tensor, not {describe(x)}.",
+  xs <- if (is_keras_tensor(x)) list(x) else x
+  if (!is.list(xs) || !length(xs) || !all(vapply(xs, is_keras_tensor, logical(1)))) {
+    abort_value("Layer {.val {layer$name}} can only be called on a symbolic tensor (or a list of them), not {describe(x)}.",
                 call = call)
   }
-  if (layer$class_name == "Dense" && length(x$shape) < 1) {
-    abort_value("Layer {.val {layer$name}} (Dense) needs an input of rank >= 1 per sample.", call = call)
-  }
-  keras_tensor(layer, list(x), layer$output_shape(x$shape))
+  keras_tensor(layer, xs, layer$output_shape(lapply(xs, function(t) t$shape), call = call))
 }

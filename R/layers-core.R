@@ -31,11 +31,9 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
   check_bool(use_bias, "use_bias")
   k <- as_initializer(kernel_initializer, "kernel_initializer")
   b <- as_initializer(bias_initializer, "bias_initializer")
-  layer <- Layer$new("Dense", dots$name %||% auto_name("dense"),
-                     list(units = units, activation = activation, use_bias = use_bias,
-                          kernel_initializer = k, bias_initializer = b,
-                          kernel_init_spec = initializer_spec(k), bias_init_spec = initializer_spec(b),
-                          input_shape = dots$input_shape))
+  layer <- new_layer("Dense", list(units = units, activation = activation, use_bias = use_bias,
+                                   kernel_initializer = initializer_keras_config(k),
+                                   bias_initializer = initializer_keras_config(b)), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -54,8 +52,7 @@ layer_activation <- function(object, activation, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
   activation <- check_activation(activation)
-  layer <- Layer$new("Activation", dots$name %||% auto_name("activation"),
-                     list(activation = activation, input_shape = dots$input_shape))
+  layer <- new_layer("Activation", list(activation = activation), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -82,8 +79,8 @@ layer_dropout <- function(object, rate, noise_shape = NULL, seed = NULL, ...) {
   dots <- layer_dots(list(...))
   rate <- check_num(rate, "rate", min = 0, max = 1, max_open = TRUE)
   if (!is.null(noise_shape)) abort_value("{.arg noise_shape} is not supported yet; use NULL.")
-  layer <- Layer$new("Dropout", dots$name %||% auto_name("dropout"),
-                     list(rate = rate, seed = draw_seed(seed), input_shape = dots$input_shape))
+  seed <- check_int(seed, "seed", min = 0, null_ok = TRUE)
+  layer <- new_layer("Dropout", list(rate = rate, seed = seed), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -106,8 +103,7 @@ layer_flatten <- function(object, data_format = NULL, ...) {
   if (!is.null(data_format) && !identical(data_format, "channels_last")) {
     abort_value("{.arg data_format} must be NULL or \"channels_last\", not {describe(data_format)}.")
   }
-  layer <- Layer$new("Flatten", dots$name %||% auto_name("flatten"),
-                     list(input_shape = dots$input_shape))
+  layer <- new_layer("Flatten", list(), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -131,6 +127,10 @@ layer_dots <- function(dots, call = sys.call(-1)) {
   if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
   if (!is.null(dots$trainable) && !isTRUE(dots$trainable)) {
     abort_value("{.arg trainable} = FALSE is not supported yet.", call = call)
+  }
+  if (!is.null(dots$dtype) && !identical(dots$dtype, "float32")) {
+    abort_value("{.arg dtype} must be \"float32\" (the only dtype mirrored computes in), not {describe(dots$dtype)}.",
+                call = call)
   }
   dots
 }

@@ -56,14 +56,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
       g <- private$.graph
       if (is.null(g)) abort_value("Model {.val {self$name}} has no input shape yet: give {.arg input_shape} or fit it on data.")
       nodes <- lapply(g$nodes, function(n) {
-        cfg <- n$layer$config
-        if (n$layer$class_name == "Dense") {
-          cfg$kernel_initializer <- cfg$kernel_init_spec
-          cfg$bias_initializer <- cfg$bias_init_spec
-        }
-        cfg$kernel_init_spec <- cfg$bias_init_spec <- cfg$input_shape <- NULL
         list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
-             config = cfg)
+             config = n$layer$config, seed = n$layer$seed)
       })
       s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
@@ -108,8 +102,8 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       if (any(vapply(private$.layers, function(l) identical(l, layer), logical(1)))) {
         abort_value("Layer {.val {layer$name}} is already in the model.")
       }
-      if (length(private$.layers) == 0 && is.null(private$.input_shape) && !is.null(layer$config$input_shape)) {
-        private$.input_shape <- layer$config$input_shape
+      if (length(private$.layers) == 0 && is.null(private$.input_shape) && !is.null(layer$input_shape)) {
+        private$.input_shape <- layer$input_shape
       }
       old <- if (self$is_built()) self$get_weights() else NULL
       private$.layers <- c(private$.layers, list(layer))
@@ -147,14 +141,11 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
         return(invisible())
       }
       private$.input_name <- private$.input_name %||% auto_name("input_layer")
-      input <- Layer$new("InputLayer", private$.input_name, list(shape = private$.input_shape))
+      input <- input_layer(private$.input_shape, private$.input_name)
       shape <- private$.input_shape
       nodes <- list(list(layer = input, shape = shape, inputs = integer()))
       for (k in seq_along(private$.layers)) {
         layer <- private$.layers[[k]]
-        if (layer$class_name == "Dense" && length(shape) < 1) {
-          abort_value("Layer {.val {layer$name}} (Dense) needs an input of rank >= 1 per sample.")
-        }
         shape <- layer$output_shape(shape)
         nodes[[k + 1]] <- list(layer = layer, shape = shape, inputs = k - 1L)
       }

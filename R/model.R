@@ -23,7 +23,7 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
     abort_value("{.arg dtype} must be \"float32\" (the only dtype supported), not {describe(dtype)}.")
   }
   check_string(name, "name", null_ok = TRUE)
-  layer <- Layer$new("InputLayer", name %||% auto_name("input_layer"), list(shape = shape))
+  layer <- input_layer(shape, name)
   keras_tensor(layer, list(), shape)
 }
 

@@ -28,50 +28,29 @@ to_snake_case <- function(name) {
 
 # ---- writing ------------------------------------------------------------------
 
-initializer_config <- function(init) {
-  cfg <- switch(init$name,
-    glorot_uniform = , he_normal = list(seed = seed_json(init$seed), input_axes = NULL, output_axes = NULL),
-    random_normal = list(seed = seed_json(init$seed), mean = as.numeric(init$a), stddev = as.numeric(init$b)),
-    stats::setNames(list(), character())
-  )
-  list(module = "keras.initializers", class_name = init$class_name, config = cfg, registered_name = NULL)
-}
-
-seed_json <- function(seed) if (is.null(seed)) NULL else as.integer(seed)
-
-# The `config` of one layer, as Keras' get_config() gives it.
-layer_keras_config <- function(layer) {
-  cfg <- layer$config
-  base <- list(name = layer$name, trainable = TRUE, dtype = dtype_policy_config())
-  switch(layer$class_name,
-    InputLayer = list(batch_shape = batch_shape_json(cfg$shape), dtype = "float32", sparse = FALSE,
-                      ragged = FALSE, name = layer$name, optional = FALSE),
-    Dense = c(base, list(units = as.integer(cfg$units), activation = cfg$activation,
-                         use_bias = isTRUE(cfg$use_bias),
-                         kernel_initializer = initializer_config(cfg$kernel_initializer),
-                         bias_initializer = initializer_config(cfg$bias_initializer),
-                         kernel_regularizer = NULL, bias_regularizer = NULL, kernel_constraint = NULL,
-                         bias_constraint = NULL, quantization_config = NULL)),
-    Dropout = c(base, list(rate = as.numeric(cfg$rate), seed = seed_json(cfg$seed), noise_shape = NULL)),
-    Activation = c(base, list(activation = cfg$activation)),
-    Flatten = c(base, list(data_format = "channels_last")),
-    abort_value("Layer class {.val {layer$class_name}} cannot be saved.")
-  )
-}
+# The `config` of one layer, as Keras' get_config() gives it: the core's
+# registry normalized it when the layer was made.
+layer_keras_config <- function(layer) layer$config
 
 # A serialized layer (the entry in the model's "layers" list).
 layer_entry <- function(layer, input_shape, functional, history = NULL) {
   e <- list(module = "keras.layers", class_name = layer$class_name, config = layer_keras_config(layer),
             registered_name = NULL)
-  if (layer$class_name != "InputLayer") e$build_config <- list(input_shape = batch_shape_json(input_shape))
+  if (layer$class_name != "InputLayer") {
+    e$build_config <- list(input_shape = if (is.list(input_shape)) lapply(input_shape, batch_shape_json)
+                           else batch_shape_json(input_shape))
+  }
   if (functional) {
     e$name <- layer$name
     e$inbound_nodes <- if (is.null(history)) list() else {
-      list(list(args = lapply(history, function(h) {
+      tensors <- lapply(history, function(h) {
         list(class_name = "__keras_tensor__",
              config = list(shape = batch_shape_json(h$shape), dtype = "float32",
                            keras_history = list(h$name, 0L, 0L)))
-      }), kwargs = stats::setNames(list(), character())))
+      })
+      # A layer of several inputs is called on one list of tensors.
+      list(list(args = if (length(tensors) == 1) tensors else list(tensors),
+                kwargs = stats::setNames(list(), character())))
     }
   }
   e
@@ -145,7 +124,8 @@ model_inner_config <- function(model) {
   nodes <- g$nodes
   entries <- lapply(nodes, function(n) {
     hist <- lapply(n$inputs, function(i) list(name = nodes[[i + 1]]$layer$name, shape = nodes[[i + 1]]$shape))
-    in_shape <- if (length(n$inputs)) nodes[[n$inputs[1] + 1]]$shape
+    in_shape <- if (length(n$inputs) == 1) nodes[[n$inputs[1] + 1]]$shape
+                else if (length(n$inputs) > 1) lapply(n$inputs, function(i) nodes[[i + 1]]$shape)
     layer_entry(n$layer, in_shape, TRUE, if (length(hist)) hist)
   })
   triple <- function(idx) {
@@ -192,42 +172,9 @@ check_null_options <- function(cfg, keys, cls, what) {
   }
 }
 
-initializer_from_keras <- function(x, what) {
-  if (is.null(x)) return(NULL)
-  if (is.character(x)) return(as_initializer(to_snake_case(x), "initializer"))
-  cls <- cfg_get(x, "class_name", "")
-  cfg <- cfg_get(x, "config", list())
-  seed <- cfg_get(cfg, "seed")
-  switch(cls,
-    GlorotUniform = initializer_glorot_uniform(seed),
-    HeNormal = initializer_he_normal(seed),
-    Zeros = initializer_zeros(),
-    Ones = initializer_ones(),
-    RandomNormal = initializer_random_normal(cfg_get(cfg, "mean", 0), cfg_get(cfg, "stddev", 0.05), seed),
-    abort_config(what, "initializer class {.val {cls}} is not supported by mirrored.")
-  )
-}
-
-check_layer_dtype <- function(cfg, what) {
-  d <- cfg_get(cfg, "dtype")
-  name <- if (is.list(d)) cfg_get(cfg_get(d, "config"), "name") else d
-  if (!is.null(name) && !identical(name, "float32")) {
-    abort_config(what, "layer {.val {cfg$name}} has dtype {.val {name}}; mirrored supports float32 only.")
-  }
-  if (identical(cfg_get(cfg, "trainable"), FALSE)) {
-    abort_config(what, "layer {.val {cfg$name}} is not trainable; mirrored does not support frozen layers yet.")
-  }
-}
-
-activation_from_keras <- function(a, what) {
-  if (is.null(a)) return("linear")
-  if (!is.character(a) || length(a) != 1 || !a %in% activation_names) {
-    abort_config(what, "activation {.val {format(a)}} is not supported by mirrored.")
-  }
-  a
-}
-
-# A mirrored layer from a serialized layer entry.
+# A mirrored layer from a serialized layer entry: the core's registry reads
+# the config (every key checked); what it cannot take becomes an io error
+# naming the file.
 layer_from_keras <- function(entry, custom_objects, what) {
   cls <- cfg_get(entry, "class_name")
   cfg <- cfg_get(entry, "config", list())
@@ -241,34 +188,9 @@ layer_from_keras <- function(entry, custom_objects, what) {
   }
   name <- cfg_get(cfg, "name")
   if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
-  if (cls != "InputLayer") check_layer_dtype(cfg, what)
-  switch(cls,
-    Dense = {
-      check_null_options(cfg, c("kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                "kernel_constraint", "bias_constraint", "lora_rank", "quantization_config"),
-                         cls, what)
-      layer_dense(units = cfg_get(cfg, "units"), activation = activation_from_keras(cfg_get(cfg, "activation"), what),
-                  use_bias = cfg_get(cfg, "use_bias", TRUE),
-                  kernel_initializer = initializer_from_keras(cfg_get(cfg, "kernel_initializer"), what) %||%
-                    "glorot_uniform",
-                  bias_initializer = initializer_from_keras(cfg_get(cfg, "bias_initializer"), what) %||% "zeros",
-                  name = name)
-    },
-    Dropout = {
-      check_null_options(cfg, "noise_shape", cls, what)
-      layer_dropout(rate = cfg_get(cfg, "rate"), seed = cfg_get(cfg, "seed"), name = name)
-    },
-    Activation = layer_activation(activation = activation_from_keras(cfg_get(cfg, "activation"), what),
-                                  name = name),
-    Flatten = {
-      df <- cfg_get(cfg, "data_format")
-      if (!is.null(df) && !identical(df, "channels_last")) {
-        abort_config(what, "Flatten with data_format {.val {df}} is not supported.")
-      }
-      layer_flatten(name = name)
-    },
-    abort_config(what, "unknown layer class {.val {cls}} (layer {.val {name}}); mirrored supports InputLayer, Dense, Dropout, Activation and Flatten.")
-  )
+  tryCatch(Layer$new(cls, cfg), mirrored_error = function(e) {
+    abort_config(what, "layer {.val {name}}: {conditionMessage(e)}")
+  })
 }
 
 input_shape_from_keras <- function(cfg, what) {
@@ -325,11 +247,17 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
       abort_config(what, "layer {.val {lname}} is called {length(nodes)} times; mirrored supports layers called once.")
     }
     args <- cfg_get(nodes[[1]], "args", list())
-    hist <- lapply(args, function(a) cfg_get(cfg_get(a, "config"), "keras_history"))
-    if (length(hist) != 1 || !is.list(hist[[1]]) || is.null(tensors[[hist[[1]][[1]]]])) {
-      abort_config(what, "layer {.val {lname}} has inputs mirrored cannot connect (one earlier layer expected).")
+    # One tensor, or one list of tensors (layers of several inputs).
+    if (length(args) == 1 && is.list(args[[1]]) && is.null(cfg_get(args[[1]], "class_name"))) {
+      args <- args[[1]]
     }
-    tensors[[lname]] <- call_layer(layer, tensors[[hist[[1]][[1]]]])
+    hist <- lapply(args, function(a) cfg_get(cfg_get(a, "config"), "keras_history"))
+    ok <- length(hist) >= 1 && all(vapply(hist, function(h) {
+      is.list(h) && is.character(h[[1]]) && !is.null(tensors[[h[[1]]]])
+    }, logical(1)))
+    if (!ok) abort_config(what, "layer {.val {lname}} has inputs mirrored cannot connect (earlier layers expected).")
+    ins <- lapply(hist, function(h) tensors[[h[[1]]]])
+    tensors[[lname]] <- call_layer(layer, if (length(ins) == 1) ins[[1]] else ins)
   }
   pick <- function(spec, arg) {
     if (length(spec) && !is.list(spec[[1]])) spec <- list(spec)

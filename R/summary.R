@@ -28,7 +28,15 @@ print_model_summary <- function(model) {
     return(invisible(model))
   }
   nodes <- g$nodes
-  params <- vapply(nodes, node_param_count, numeric(1), nodes = nodes)
+  # Each layer's variables as the core's registry describes them.
+  counts <- lapply(nodes, function(n) {
+    if (!length(n$inputs)) return(c(0, 0))
+    w <- n$layer$spec(lapply(n$inputs, function(i) nodes[[i + 1]]$shape))$weights
+    c(sum(w$size[w$trainable]), sum(w$size[!w$trainable]))
+  })
+  trainable <- vapply(counts, `[`, numeric(1), 1)
+  non_trainable <- vapply(counts, `[`, numeric(1), 2)
+  params <- trainable + non_trainable
   shapes <- vapply(nodes, function(n) paste0("(None", paste0(", ", n$shape, collapse = ""), ")"), character(1))
   keep <- if (inherits(model, "mirrored_sequential")) seq_along(nodes)[-1] else seq_along(nodes)
   seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 &&
@@ -46,18 +54,12 @@ print_model_summary <- function(model) {
   total <- sum(params)
   opt_params <- NULL
   if (!is.null(model$optimizer) && model$is_built() && model$optimizer$iterations > 0) {
-    # Keras' optimizer variables: iteration, learning rate, then the slots.
-    opt_params <- 2 + total * with_core(cpp_model_slot_count(model$ptr()))
+    # Keras' optimizer variables: iteration, learning rate, then the slots
+    # (one per trainable variable).
+    opt_params <- 2 + sum(trainable) * with_core(cpp_model_slot_count(model$ptr()))
   }
   # Keras counts the optimizer's variables in the total once it is built.
-  cat(format_summary_table(model$name, rows, total + (opt_params %||% 0), total, 0,
-                           optimizer_params = opt_params), sep = "\n")
+  cat(format_summary_table(model$name, rows, total + (opt_params %||% 0), sum(trainable),
+                           sum(non_trainable), optimizer_params = opt_params), sep = "\n")
   invisible(model)
-}
-
-node_param_count <- function(node, nodes) {
-  if (node$layer$class_name != "Dense") return(0)
-  in_shape <- nodes[[node$inputs[1] + 1]]$shape
-  units <- node$layer$config$units
-  utils::tail(in_shape, 1) * units + if (isTRUE(node$layer$config$use_bias)) units else 0
 }
