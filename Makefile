@@ -30,7 +30,7 @@ STAMP := $(LIB)/.mirrored.stamp
 # The local library comes first, so tests and the demo load the package just built.
 export R_LIBS := $(LIB)$(if $(R_LIBS),:$(R_LIBS))
 
-DEB_PACKAGES := r-base-dev libzip-dev zlib1g-dev libhdf5-dev cmake g++ make \
+DEB_PACKAGES := r-base-dev libzip-dev zlib1g-dev libhdf5-dev nlohmann-json3-dev cmake g++ make \
   pkg-config libgtest-dev pandoc
 R_PACKAGES := Rcpp RcppEigen testthat R6 cli zeallot generics knitr rmarkdown ggplot2 roxygen2 \
   callr processx

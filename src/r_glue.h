@@ -1,6 +1,6 @@
 // Shared by the glue files: the one translation point from core errors to R
-// conditions, and conversions between R's column-major arrays and the core's
-// row-major float buffers.
+// conditions, conversions between R's column-major arrays and the core's
+// row-major float buffers, and between R values and JSON.
 #pragma once
 
 #include <Rcpp.h>
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/shape.h"
 
 namespace mr_glue {
@@ -63,5 +64,15 @@ std::vector<float> to_row_major(SEXP x, const std::string& what);
 
 // Row-major floats of `shape` (leading dim included) to an R double array.
 Rcpp::NumericVector from_row_major(const float* data, const std::vector<int64_t>& shape);
+
+// JSON <-> R (r_json.cpp). To R: object -> named list, array -> unnamed list,
+// string -> character(1), integer literal -> integer (double beyond int32),
+// float -> double, true/false -> logical(1), null -> NULL; no simplification,
+// so a round trip keeps arrays of length 1 as arrays. From R: NULL -> null, a
+// list with names -> object (a repeated name: the last one wins), without ->
+// array; an atomic vector of length 1 -> a scalar unless it has class "AsIs"
+// (I()), else an array; NA -> null. Other R types throw mr::Error (value).
+SEXP json_to_r(const mr::Json& v);
+mr::Json json_from_r(SEXP x);
 
 }  // namespace mr_glue

@@ -1,4 +1,5 @@
-// Glue for persistence: JSON <-> R values, atomic file writes, zip archives
+// Glue for persistence: JSON text (parse and serialize; the R <-> JSON
+// conversion is r_json.cpp's), atomic file writes, zip archives
 // and the Keras weights layout (src/mr/io/), and a batch source that skips
 // the batches a resumed epoch has already trained on.
 #include <Rcpp.h>
@@ -8,7 +9,6 @@
 #include <vector>
 
 #include "io/file_util.h"
-#include "io/json.h"
 #include "io/keras_weights.h"
 #include "train/model_weights.h"
 #include "io/zip_archive.h"
@@ -16,96 +16,10 @@
 #include "train/model.h"
 
 using mr_glue::guarded;
+using mr_glue::json_from_r;
+using mr_glue::json_to_r;
 
 namespace {
-
-// ---- JSON <-> R ---------------------------------------------------------------
-// object -> named list, array -> unnamed list, string -> character(1),
-// integer literal -> integer (double beyond int32), number -> double,
-// true/false -> logical(1), null -> NULL. No simplification, so that a
-// round trip keeps arrays of length 1 as arrays.
-
-SEXP to_r(const mr::Json& v) {
-  switch (v.type()) {
-    case mr::Json::Type::null:
-      return R_NilValue;
-    case mr::Json::Type::boolean:
-      return Rcpp::wrap(v.as_bool());
-    case mr::Json::Type::number:
-      if (v.is_integer() && v.as_integer() > -2147483647LL && v.as_integer() <= 2147483647LL)
-        return Rcpp::wrap(static_cast<int>(v.as_integer()));
-      return Rcpp::wrap(v.as_number());
-    case mr::Json::Type::string:
-      return Rcpp::wrap(v.as_string());
-    case mr::Json::Type::array: {
-      const auto& items = v.items();
-      Rcpp::List out(items.size());
-      for (size_t i = 0; i < items.size(); ++i) out[static_cast<R_xlen_t>(i)] = to_r(items[i]);
-      return out;
-    }
-    case mr::Json::Type::object: {
-      const auto& m = v.members();
-      Rcpp::List out(m.size());
-      Rcpp::CharacterVector names(m.size());
-      for (size_t i = 0; i < m.size(); ++i) {
-        out[static_cast<R_xlen_t>(i)] = to_r(m[i].second);
-        names[static_cast<R_xlen_t>(i)] = Rcpp::String(m[i].first, CE_UTF8);
-      }
-      out.attr("names") = names;
-      return out;
-    }
-  }
-  return R_NilValue;
-}
-
-mr::Json scalar_of(SEXP x, R_xlen_t i) {
-  switch (TYPEOF(x)) {
-    case LGLSXP:
-      return LOGICAL(x)[i] == NA_LOGICAL ? mr::Json() : mr::Json::boolean(LOGICAL(x)[i] != 0);
-    case INTSXP:
-      return INTEGER(x)[i] == NA_INTEGER ? mr::Json() : mr::Json::integer(INTEGER(x)[i]);
-    case REALSXP:
-      return ISNA(REAL(x)[i]) ? mr::Json() : mr::Json::number(REAL(x)[i]);
-    case STRSXP:
-      return STRING_ELT(x, i) == NA_STRING
-                 ? mr::Json()
-                 : mr::Json::string(Rf_translateCharUTF8(STRING_ELT(x, i)));
-    default:
-      mr::fail(mr::ErrorKind::value, "cannot write an R value of type ", Rf_type2char(TYPEOF(x)),
-               " as JSON");
-  }
-}
-
-// NULL -> null; a list with names -> object, without -> array; an atomic
-// vector of length 1 -> a scalar unless it has class "AsIs" (I()), else an
-// array.
-mr::Json from_r(SEXP x, int depth) {
-  MR_CHECK(depth < 256, value, "R value nested too deeply to write as JSON");
-  if (Rf_isNull(x)) return mr::Json();
-  if (TYPEOF(x) == VECSXP) {
-    SEXP names = Rf_getAttrib(x, R_NamesSymbol);
-    const R_xlen_t n = Rf_xlength(x);
-    if (!Rf_isNull(names)) {
-      mr::Json obj = mr::Json::object();
-      std::vector<std::pair<std::string, mr::Json>> members;
-      for (R_xlen_t i = 0; i < n; ++i) {
-        const std::string key = Rf_translateCharUTF8(STRING_ELT(names, i));
-        MR_CHECK(!key.empty(), value,
-                 "a list written as a JSON object needs a name for every element");
-        members.emplace_back(key, from_r(VECTOR_ELT(x, i), depth + 1));
-      }
-      return mr::Json::object(std::move(members));
-    }
-    std::vector<mr::Json> items;
-    for (R_xlen_t i = 0; i < n; ++i) items.push_back(from_r(VECTOR_ELT(x, i), depth + 1));
-    return mr::Json::array(std::move(items));
-  }
-  const R_xlen_t n = Rf_xlength(x);
-  if (n == 1 && !Rf_inherits(x, "AsIs")) return scalar_of(x, 0);
-  std::vector<mr::Json> items;
-  for (R_xlen_t i = 0; i < n; ++i) items.push_back(scalar_of(x, i));
-  return mr::Json::array(std::move(items));
-}
 
 mr::Bytes raw_bytes(const Rcpp::RawVector& r) { return mr::Bytes(r.begin(), r.end()); }
 
@@ -156,12 +70,12 @@ class SkipSource final : public mr::BatchSource {
 
 // [[Rcpp::export]]
 SEXP cpp_json_parse(std::string text, std::string what) {
-  return guarded([&]() -> SEXP { return to_r(mr::parse_json(text, what)); });
+  return guarded([&]() -> SEXP { return json_to_r(mr::parse_json(text, what)); });
 }
 
 // [[Rcpp::export]]
 std::string cpp_json_serialize(SEXP x) {
-  return guarded([&] { return mr::to_json(from_r(x, 0)); });
+  return guarded([&] { return mr::to_json(json_from_r(x)); });
 }
 
 // [[Rcpp::export]]

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "io/json.h"
+#include "core/json.h"
 
 namespace mr {
 namespace {
@@ -16,13 +16,13 @@ TEST(Json, RoundTripsKerasLikeText) {
       R"("eps": 1e-07, "rate": 0.2, "one": 1.0, "shape": [null, 784], "ok": true, "no": false, "s": "a\"b\\c\n", "e": {}, "a": []}})";
   const Json v = parse_json(text, "t");
   EXPECT_EQ(to_json(v), text);
-  const Json* cfg = v.find("config");
+  const Json* cfg = v.contains("config") ? &v.at("config") : nullptr;
   ASSERT_NE(cfg, nullptr);
-  EXPECT_TRUE(cfg->find("units")->is_integer());
-  EXPECT_EQ(cfg->find("units")->as_integer(), 8);
-  EXPECT_FALSE(cfg->find("one")->is_integer());
-  EXPECT_DOUBLE_EQ(cfg->find("lr")->as_number(), 0.0010000000474974513);
-  EXPECT_TRUE(cfg->find("shape")->items()[0].is_null());
+  EXPECT_TRUE(cfg->at("units").is_number_integer());
+  EXPECT_EQ(cfg->at("units").get<int64_t>(), 8);
+  EXPECT_FALSE(cfg->at("one").is_number_integer());
+  EXPECT_DOUBLE_EQ(cfg->at("lr").get<double>(), 0.0010000000474974513);
+  EXPECT_TRUE(cfg->at("shape").at(0).is_null());
 }
 
 TEST(Json, PythonFloatRepr) {
@@ -40,7 +40,7 @@ TEST(Json, PythonFloatRepr) {
 
 TEST(Json, UnicodeEscapes) {
   const Json v = parse_json(R"("caf\u00e9 \ud83d\ude00")", "t");
-  EXPECT_EQ(v.as_string(), "caf\xc3\xa9 \xf0\x9f\x98\x80");
+  EXPECT_EQ(v.get<std::string>(), "caf\xc3\xa9 \xf0\x9f\x98\x80");
   EXPECT_EQ(to_json(v), R"("caf\u00e9 \ud83d\ude00")");
 }
 
@@ -85,11 +85,44 @@ TEST(Json, EnforcesDepthAndSizeLimits) {
 
 TEST(Json, BuildsAndEditsValues) {
   Json o = Json::object();
-  o.set("b", Json::integer(2));
-  o.set("a", Json::array({Json(), Json::boolean(true), Json::number(0.5)}));
-  o.set("b", Json::string("x"));
+  o["b"] = Json(2);
+  o["a"] = Json::array({Json(), Json(true), Json(0.5)});
+  o["b"] = Json("x");
   EXPECT_EQ(to_json(o), R"({"b": "x", "a": [null, true, 0.5]})");
-  EXPECT_THROW(o.as_string(), Error);
+  EXPECT_THROW(json_get<std::string>(o, "o"), Error);
+}
+
+TEST(Json, KeepsIntegersAndFloatsApart) {
+  const Json v = parse_json("[10, 10.0, -3, 18446744073709551615, 1e2]", "t");
+  EXPECT_TRUE(v.at(0).is_number_integer());
+  EXPECT_TRUE(v.at(1).is_number_float());
+  EXPECT_EQ(to_json(v), "[10, 10.0, -3, 18446744073709551615, 100.0]");
+  EXPECT_EQ(to_json(Json(int64_t{-7})), "-7");
+}
+
+TEST(Json, DuplicateKeysKeepTheLastValue) {
+  // As Python's json: the first position, the last value.
+  const Json v = parse_json(R"({"a": 1, "b": 2, "a": 3})", "t");
+  EXPECT_EQ(to_json(v), R"({"a": 3, "b": 2})");
+}
+
+TEST(Json, NamesTheByteOfTheProblem) {
+  auto message = [](const std::string& text, JsonLimits lim = {}) {
+    try {
+      parse_json(text, "w", lim);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message("[1, 2,]").find("at byte 6"), std::string::npos);
+  EXPECT_NE(message("[0, 01]").find("at byte 4: leading zero"), std::string::npos);
+  EXPECT_NE(message(R"(["1e999", 1e999])").find("at byte 10: number out of range"),
+            std::string::npos);
+  JsonLimits shallow;
+  shallow.max_depth = 2;
+  EXPECT_NE(message(R"([1, ["[["], [[2]]])", shallow).find("at byte 14: nesting deeper"),
+            std::string::npos);
 }
 
 }  // namespace
