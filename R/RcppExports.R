@@ -117,6 +117,14 @@ cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
 
+cpp_layer_spec <- function(class_name, config, seed, input_shapes) {
+    .Call(`_mirrored_cpp_layer_spec`, class_name, config, seed, input_shapes)
+}
+
+cpp_layer_classes <- function() {
+    .Call(`_mirrored_cpp_layer_classes`)
+}
+
 cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32) {
     .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
 }

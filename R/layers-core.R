@@ -79,8 +79,9 @@ layer_dropout <- function(object, rate, noise_shape = NULL, seed = NULL, ...) {
   dots <- layer_dots(list(...))
   rate <- check_num(rate, "rate", min = 0, max = 1, max_open = TRUE)
   if (!is.null(noise_shape)) abort_value("{.arg noise_shape} is not supported yet; use NULL.")
-  seed <- check_int(seed, "seed", min = 0, null_ok = TRUE)
-  layer <- new_layer("Dropout", list(rate = rate, seed = seed), dots)
+  # An unseeded layer gets its seed now, written into its config, so that a
+  # saved and reloaded model draws the same masks.
+  layer <- new_layer("Dropout", list(rate = rate, seed = as.integer(draw_seed(seed))), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 

@@ -350,6 +350,30 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_layer_spec
+Rcpp::List cpp_layer_spec(std::string class_name, SEXP config, double seed, SEXP input_shapes);
+RcppExport SEXP _mirrored_cpp_layer_spec(SEXP class_nameSEXP, SEXP configSEXP, SEXP seedSEXP, SEXP input_shapesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type class_name(class_nameSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type config(configSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type input_shapes(input_shapesSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_layer_spec(class_name, config, seed, input_shapes));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_layer_classes
+Rcpp::CharacterVector cpp_layer_classes();
+RcppExport SEXP _mirrored_cpp_layer_classes() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(cpp_layer_classes());
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_new
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32);
 RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP) {
@@ -770,6 +794,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
+    {"_mirrored_cpp_layer_spec", (DL_FUNC) &_mirrored_cpp_layer_spec, 4},
+    {"_mirrored_cpp_layer_classes", (DL_FUNC) &_mirrored_cpp_layer_classes, 0},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
     {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
