@@ -169,10 +169,6 @@ cpp_read_npz <- function(path) {
     .Call(`_mirrored_cpp_read_npz`, path)
 }
 
-cpp_sha256_file <- function(path) {
-    .Call(`_mirrored_cpp_sha256_file`, path)
-}
-
 cpp_json_parse <- function(text, what) {
     .Call(`_mirrored_cpp_json_parse`, text, what)
 }

@@ -510,17 +510,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_sha256_file
-std::string cpp_sha256_file(std::string path);
-RcppExport SEXP _mirrored_cpp_sha256_file(SEXP pathSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_sha256_file(path));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_json_parse
 SEXP cpp_json_parse(std::string text, std::string what);
 RcppExport SEXP _mirrored_cpp_json_parse(SEXP textSEXP, SEXP whatSEXP) {
@@ -783,7 +772,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
-    {"_mirrored_cpp_sha256_file", (DL_FUNC) &_mirrored_cpp_sha256_file, 1},
     {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
     {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
     {"_mirrored_cpp_write_file_atomic", (DL_FUNC) &_mirrored_cpp_write_file_atomic, 3},
