@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/device_info.h"
 #include "core/error.h"
 
@@ -42,11 +41,6 @@ void assign_gpu_ordinals(std::vector<DeviceSpec>& devices, int logical_per_gpu) 
   MR_CHECK(logical_per_gpu >= 1, value, "logical GPUs per GPU must be >= 1, got ", logical_per_gpu);
   for (DeviceSpec& d : devices)
     if (d.kind == DeviceKind::cuda && d.ordinal < 0) d.ordinal = d.index / logical_per_gpu;
-}
-
-std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
-  if (device.kind == DeviceKind::cpu) return make_cpu_backend(device.index, threads);
-  return make_cuda_backend(device.index, device.cuda_ordinal());
 }
 
 }  // namespace mr

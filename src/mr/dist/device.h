@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/backend_registry.h"
 
 namespace mr {
 
@@ -30,8 +31,10 @@ DeviceSpec parse_device(const std::string& text);
 // gpu:k is on CUDA device k / n (devices whose ordinal is already set keep it).
 void assign_gpu_ordinals(std::vector<DeviceSpec>& devices, int logical_per_gpu);
 
-// The one place that names the backends: creates the backend of `device`
-// with `threads` CPU threads for its work.
-std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads);
+// The backend of `device` with `threads` CPU threads for its work, from the
+// backend registry (core/backend_registry.h).
+inline std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
+  return create_backend(device.kind, device.index, device.cuda_ordinal(), threads);
+}
 
 }  // namespace mr
