@@ -217,6 +217,18 @@ cpp_skip_source <- function(source, epoch, skip) {
     .Call(`_mirrored_cpp_skip_source`, source, epoch, skip)
 }
 
+cpp_resolve_devices <- function(names, logical_per_gpu) {
+    .Call(`_mirrored_cpp_resolve_devices`, names, logical_per_gpu)
+}
+
+cpp_default_devices <- function(logical_per_gpu) {
+    .Call(`_mirrored_cpp_default_devices`, logical_per_gpu)
+}
+
+cpp_visible_devices <- function(logical_per_gpu) {
+    .Call(`_mirrored_cpp_visible_devices`, logical_per_gpu)
+}
+
 cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {
     .Call(`_mirrored_cpp_array_source`, parts, what, batch_size, shuffle, seed)
 }
