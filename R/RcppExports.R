@@ -177,10 +177,6 @@ cpp_read_npz <- function(path) {
     .Call(`_mirrored_cpp_read_npz`, path)
 }
 
-cpp_sha256_file <- function(path) {
-    .Call(`_mirrored_cpp_sha256_file`, path)
-}
-
 cpp_json_parse <- function(text, what) {
     .Call(`_mirrored_cpp_json_parse`, text, what)
 }
@@ -227,6 +223,18 @@ cpp_weights_root_attr <- function(image, what, name) {
 
 cpp_skip_source <- function(source, epoch, skip) {
     .Call(`_mirrored_cpp_skip_source`, source, epoch, skip)
+}
+
+cpp_resolve_devices <- function(names, logical_per_gpu) {
+    .Call(`_mirrored_cpp_resolve_devices`, names, logical_per_gpu)
+}
+
+cpp_default_devices <- function(logical_per_gpu) {
+    .Call(`_mirrored_cpp_default_devices`, logical_per_gpu)
+}
+
+cpp_visible_devices <- function(logical_per_gpu) {
+    .Call(`_mirrored_cpp_visible_devices`, logical_per_gpu)
 }
 
 cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {

@@ -41,3 +41,9 @@ array_reshape <- function(x, dim, order = c("C", "F")) {
   if (length(dim) == 1) return(array(flat, dim))
   aperm(array(flat, rev(dim)), rev(seq_along(dim)))
 }
+
+# Rounds a double to the nearest float32 value (Keras compares the learning
+# rate with `np.float32(min_lr)`; .keras configs store float32 values).
+as_float32 <- function(x) {
+  readBin(writeBin(as.numeric(x), raw(), size = 4L), "double", n = 1L, size = 4L)
+}

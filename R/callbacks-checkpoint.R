@@ -404,10 +404,9 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       if (is.null(state) && file.exists(meta)) {
         # A Keras-written backup: {"epoch": E, "batch": B}.
         m <- parse_json_bytes(read_bytes(meta), meta)
-        state <- list(format = "mirrored.training_state", epoch = as.integer(m$epoch %||% 0L),
-                      step = as.integer(m$batch %||% 0L))
+        state <- position_record(m$epoch %||% 0L, m$batch %||% 0L)
       }
-      state %||% list(format = "mirrored.training_state", epoch = 0L, step = 0L)
+      state %||% position_record()
     },
     backup = function(done_epochs, step) {
       dir <- self$backup_dir

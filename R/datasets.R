@@ -141,7 +141,7 @@ download_checked <- function(url, dest, sha256, call = sys.call(-1)) {
                      i = "Put {.file {basename(dest)}} (or the four MNIST IDX files) in {.file {dirname(dest)}}, or set {.code options(mirrored.datasets_dir = )}; {.fn dataset_mnist_sample} needs no network."),
                    class = cls, call = call)
   }
-  got <- with_core(cpp_sha256_file(tmp))
+  got <- digest::digest(file = tmp, algo = "sha256")
   if (!identical(got, sha256)) {
     cli::cli_abort("The download of {.url {url}} has SHA-256 {got}, not the expected {sha256}; it was discarded.",
                    class = cls, call = call)

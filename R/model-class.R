@@ -14,6 +14,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
     jit_compile = FALSE,
     # The strategy in scope when the model was created (as in TensorFlow).
     strategy = NULL,
+    training_state = NULL,
     initialize = function(name) {
       self$name <- name
       self$strategy <- get_strategy()

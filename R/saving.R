@@ -16,19 +16,20 @@
 
 # ---- training state -------------------------------------------------------------
 
-# Per-model state outside the R6 fields (so that persistence needs no change
-# of the model class): an environment kept as an attribute of the model's
-# own environment, hence shared by every reference to the model.
+# The model's `training_state` field, an environment created on first use
+# (so every reference to the model shares it):
 #   data_seed  the shuffle seed of the current or last fit() on arrays
 #   epoch      epochs completed by that fit (absolute, 1-based count)
 #   pending    a saved position for the next fit() to resume from
 training_state <- function(model) {
-  st <- attr(model, "mirrored_training_state", exact = TRUE)
-  if (is.null(st)) {
-    st <- new.env(parent = emptyenv())
-    attr(model, "mirrored_training_state") <- st
-  }
-  st
+  if (is.null(model$training_state)) model$training_state <- new.env(parent = emptyenv())
+  model$training_state
+}
+
+# A training-state record that holds only a position: `epoch` completed epochs
+# plus `step` batches of the next one.
+position_record <- function(epoch = 0L, step = 0L) {
+  list(format = "mirrored.training_state", epoch = as.integer(epoch), step = as.integer(step))
 }
 
 # The state written into a file: `epoch` completed epochs plus `step` batches

@@ -15,14 +15,17 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
   public = list(
     id = NULL,
     devices = NULL,
+    # The core's placement of the devices: name, display, kind, ordinal.
+    placement = NULL,
     cross_device_ops = NULL,
     logical_per_gpu = 1L,
     reason = NULL,
     announced = FALSE,
-    initialize = function(devices, cross_device_ops, reason) {
+    initialize = function(placement, cross_device_ops, reason) {
       .strategies$count <- .strategies$count + 1L
       self$id <- .strategies$count
-      self$devices <- devices
+      self$devices <- placement$name
+      self$placement <- placement
       self$cross_device_ops <- cross_device_ops
       self$logical_per_gpu <- .strategies$logical_gpus
       self$reason <- reason
@@ -31,11 +34,11 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
     print = function(...) {
       cat("<MirroredStrategy> ", self$num_replicas_in_sync, " replica",
           if (self$num_replicas_in_sync != 1) "s", "\n", sep = "")
-      cat("  devices: ", paste(device_display(self$devices), collapse = ", "), "\n", sep = "")
+      cat("  devices: ", paste(self$placement$display, collapse = ", "), "\n", sep = "")
       plan <- with_core(cpp_communicator_plan(self$devices, self$cross_device_ops, self$logical_per_gpu))
       cat("  all-reduce: ", plan[["name"]], if (nzchar(plan[["note"]])) paste0(" (", plan[["note"]], ")"),
           "\n", sep = "")
-      if (any(startsWith(self$devices, "gpu"))) cat(gpu_topology(self$devices, self$logical_per_gpu), sep = "\n")
+      if (any(self$placement$kind == "gpu")) cat(gpu_topology(self$placement, self$logical_per_gpu), sep = "\n")
       invisible(self)
     }
   ),
@@ -66,8 +69,9 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 #'   are any, else one CPU.
 #' @param cross_device_ops How gradients are all-reduced: `NULL` (choose),
 #'   `"nccl"`, `"hierarchical_copy"`, `"reduce_to_one_device"`, or one of the
-#'   objects of `tf$distribute`. On CPU devices every choice uses the
-#'   in-process reduce-scatter/all-gather over threads.
+#'   objects of `tf$distribute`. On CPU devices `"reduce_to_one_device"`
+#'   sums in host buffers and the other choices use the all-reduce over
+#'   threads; `"nccl"` needs GPU devices.
 #' @return A strategy with `$num_replicas_in_sync`, `$devices` and `$scope()`.
 #' @family distribution
 #' @seealso [get_strategy()], [list_devices()]
@@ -81,83 +85,48 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 #' model |> fit(matrix(runif(40), 10), matrix(runif(20), 10), verbose = 0)
 #' @export
 mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL) {
-  reason <- NULL
+  logical <- .strategies$logical_gpus
   if (is.null(devices)) {
-    gpus <- physical_gpu_count()
-    if (gpus > 0) {
-      devices <- paste0("gpu:", seq_len(gpus * .strategies$logical_gpus) - 1L)
-      reason <- sprintf("all %d GPU%s", length(devices), if (length(devices) > 1) "s" else "")
-    } else {
-      devices <- "cpu:0"
-      reason <- if (built_with_cuda()) "no GPU is available, so one CPU replica" else
+    placement <- with_core(cpp_default_devices(logical))
+    gpus <- sum(placement$kind == "gpu")
+    reason <- if (gpus > 0) sprintf("all %d GPU%s", gpus, if (gpus > 1) "s" else "") else
+      if (built_with_cuda()) "no GPU is available, so one CPU replica" else
         "this build has no CUDA, so one CPU replica"
-    }
   } else {
     if (!is.character(devices) || length(devices) == 0 || anyNA(devices)) {
       abort_value("{.arg devices} must be a non-empty character vector of device names, not {describe(devices)}.")
     }
-    devices <- vapply(devices, canonical_device, character(1), USE.NAMES = FALSE)
-    dup <- devices[duplicated(devices)]
-    if (length(dup)) abort_value("{.arg devices} lists {.val {device_display(dup[1])}} more than once.")
+    placement <- with_core(cpp_resolve_devices(devices, logical))
     reason <- "as given"
   }
-  ops <- resolve_cross_device_ops(cross_device_ops, devices)
+  ops <- resolve_cross_device_ops(cross_device_ops, placement$name, logical)
   .strategies$made <- TRUE
-  strategy <- MirroredStrategy$new(devices, ops, reason)
-  cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(device_display(devices), collapse = ', ')}): {reason}."),
+  strategy <- MirroredStrategy$new(placement, ops, reason)
+  cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(placement$display, collapse = ', ')}): {reason}."),
                   class = "mirrored_strategy_message")
   strategy
-}
-
-# "/device:CPU:1", "cpu:1", "CPU:1", "/gpu:0" ... -> "cpu:1" / "gpu:0", checked
-# against what exists.
-canonical_device <- function(name, call = sys.call(-1)) {
-  s <- tolower(name)
-  s <- sub(".*device:", "", s)
-  s <- sub(".*/", "", s)
-  m <- regmatches(s, regexec("^(cpu|gpu):([0-9]{1,6})$", s))[[1]]
-  if (length(m) != 3) {
-    abort_value("{.val {name}} is not a device name (expected \"/cpu:0\", \"gpu:1\", \"/device:GPU:0\", ...).",
-                call = call)
-  }
-  index <- as.integer(m[3])
-  if (m[2] == "gpu") {
-    have <- physical_gpu_count() * .strategies$logical_gpus
-    if (index >= have) {
-      why <- if (!built_with_cuda()) "this build of mirrored has no CUDA backend" else
-        if (physical_gpu_count() == 0) "no GPU is available" else sprintf("there are %d (logical) GPUs", have)
-      abort_kind("device", "Device {.val {name}} does not exist: {why}.", call = call)
-    }
-  }
-  paste0(m[2], ":", index)
-}
-
-device_display <- function(devices) {
-  paste0("/", sub("^(cpu|gpu)", "\\U\\1", devices, perl = TRUE) |> (\(d) paste0("device:", d))())
 }
 
 physical_gpu_count <- function() if (built_with_cuda()) cuda_device_count() else 0L
 
 # The requested cross-device ops as the core's name for them ("" = choose).
-resolve_cross_device_ops <- function(x, devices, call = sys.call(-1)) {
+# R checks the type; the core checks the value against the devices.
+resolve_cross_device_ops <- function(x, devices, logical_per_gpu, call = sys.call(-1)) {
   if (inherits(x, "mirrored_cross_device_ops")) x <- x$name
-  known <- c("nccl", "hierarchical_copy", "reduce_to_one_device")
   if (is.null(x)) return("")
-  if (!is.character(x) || length(x) != 1 || !x %in% known) {
-    abort_value("{.arg cross_device_ops} must be NULL, one of {.val {known}} or a {.code tf$distribute} object, not {describe(x)}.",
+  if (!is.character(x) || length(x) != 1 || is.na(x)) {
+    abort_value("{.arg cross_device_ops} must be NULL, a string or a {.code tf$distribute} object, not {describe(x)}.",
                 call = call)
   }
-  if (x == "nccl" && any(startsWith(devices, "cpu"))) {
-    abort_value("{.val nccl} all-reduce needs GPU devices; these are {.val {device_display(devices)}}.", call = call)
-  }
+  with_core(cpp_communicator_plan(devices, x, logical_per_gpu), call = call)
   x
 }
 
 # One line per GPU of a strategy (model, memory) and one for the links
 # between the physical GPUs it uses.
-gpu_topology <- function(devices, logical_per_gpu) {
-  idx <- as.integer(sub("^gpu:", "", devices[startsWith(devices, "gpu")]))
-  ordinals <- unique(idx %/% logical_per_gpu)
+gpu_topology <- function(placement, logical_per_gpu) {
+  gpu <- placement$kind == "gpu"
+  ordinals <- unique(placement$ordinal[gpu])
   info <- cuda_devices_info()
   lines <- vapply(ordinals, function(o) {
     mem <- with_core(cpp_cuda_memory(o))
@@ -168,7 +137,7 @@ gpu_topology <- function(devices, logical_per_gpu) {
     pairs <- utils::combn(ordinals, 2)
     links <- apply(pairs, 2, function(p) sprintf("%d-%d %s", p[1], p[2], cpp_cuda_link(p[1], p[2])))
     lines <- c(lines, paste0("  links: ", paste(links, collapse = ", ")))
-  } else if (length(idx) > length(ordinals)) {
+  } else if (sum(gpu) > length(ordinals)) {
     lines <- c(lines, sprintf("  links: %d logical GPUs per physical GPU (device copies)", logical_per_gpu))
   }
   lines
@@ -209,8 +178,8 @@ get_strategy <- function() {
 
 default_strategy <- function() {
   if (is.null(.strategies$default)) {
-    device <- if (physical_gpu_count() > 0) "gpu:0" else "cpu:0"
-    .strategies$default <- MirroredStrategy$new(device, "", "default strategy")
+    placement <- lapply(with_core(cpp_default_devices(.strategies$logical_gpus)), `[`, 1L)
+    .strategies$default <- MirroredStrategy$new(placement, "", "default strategy")
   }
   .strategies$default
 }
@@ -245,17 +214,22 @@ check_model_strategy <- function(model, call = sys.call(-1)) {
 #' @export
 list_devices <- function(device_type = NULL) {
   if (!is.null(device_type)) check_choice(toupper(device_type), "device_type", c("CPU", "GPU"))
-  n <- .strategies$logical_gpus
-  gpus <- physical_gpu_count() * n
-  ordinal <- (seq_len(gpus) - 1L) %/% n
-  info <- if (gpus > 0) cuda_devices_info() else list(name = character())
-  mem <- vapply(unique(ordinal), function(o) with_core(cpp_cuda_memory(o)), numeric(2))
-  df <- data.frame(name = c("/device:CPU:0", if (gpus > 0) paste0("/device:GPU:", seq_len(gpus) - 1L)),
-                   device_type = c("CPU", rep("GPU", gpus)),
-                   physical_device = c(NA_integer_, ordinal),
-                   description = c(NA_character_, info$name[ordinal + 1L]),
-                   memory_total = c(NA_real_, if (gpus > 0) mem["total", ordinal + 1L]),
-                   memory_free = c(NA_real_, if (gpus > 0) mem["free", ordinal + 1L]),
+  placement <- with_core(cpp_visible_devices(.strategies$logical_gpus))
+  gpu <- placement$kind == "gpu"
+  ordinal <- placement$ordinal
+  info <- if (any(gpu)) cuda_devices_info() else list(name = character())
+  memory_total <- memory_free <- rep(NA_real_, length(gpu))
+  for (o in unique(ordinal[gpu])) {
+    mem <- with_core(cpp_cuda_memory(o))
+    memory_total[gpu & ordinal == o] <- mem[["total"]]
+    memory_free[gpu & ordinal == o] <- mem[["free"]]
+  }
+  df <- data.frame(name = placement$display,
+                   device_type = ifelse(gpu, "GPU", "CPU"),
+                   physical_device = ordinal,
+                   description = ifelse(gpu, info$name[ordinal + 1L], NA_character_),
+                   memory_total = memory_total,
+                   memory_free = memory_free,
                    stringsAsFactors = FALSE)
   if (!is.null(device_type)) df <- df[df$device_type == toupper(device_type), , drop = FALSE]
   rownames(df) <- NULL

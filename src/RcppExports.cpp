@@ -534,17 +534,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_sha256_file
-std::string cpp_sha256_file(std::string path);
-RcppExport SEXP _mirrored_cpp_sha256_file(SEXP pathSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_sha256_file(path));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_json_parse
 SEXP cpp_json_parse(std::string text, std::string what);
 RcppExport SEXP _mirrored_cpp_json_parse(SEXP textSEXP, SEXP whatSEXP) {
@@ -698,6 +687,40 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_resolve_devices
+Rcpp::List cpp_resolve_devices(std::vector<std::string> names, int logical_per_gpu);
+RcppExport SEXP _mirrored_cpp_resolve_devices(SEXP namesSEXP, SEXP logical_per_gpuSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::vector<std::string> >::type names(namesSEXP);
+    Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_resolve_devices(names, logical_per_gpu));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_default_devices
+Rcpp::List cpp_default_devices(int logical_per_gpu);
+RcppExport SEXP _mirrored_cpp_default_devices(SEXP logical_per_gpuSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_default_devices(logical_per_gpu));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_visible_devices
+Rcpp::List cpp_visible_devices(int logical_per_gpu);
+RcppExport SEXP _mirrored_cpp_visible_devices(SEXP logical_per_gpuSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_visible_devices(logical_per_gpu));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_array_source
 SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
 RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
@@ -809,7 +832,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
-    {"_mirrored_cpp_sha256_file", (DL_FUNC) &_mirrored_cpp_sha256_file, 1},
     {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
     {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
     {"_mirrored_cpp_write_file_atomic", (DL_FUNC) &_mirrored_cpp_write_file_atomic, 3},
@@ -822,6 +844,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_weights_read", (DL_FUNC) &_mirrored_cpp_weights_read, 5},
     {"_mirrored_cpp_weights_root_attr", (DL_FUNC) &_mirrored_cpp_weights_root_attr, 3},
     {"_mirrored_cpp_skip_source", (DL_FUNC) &_mirrored_cpp_skip_source, 3},
+    {"_mirrored_cpp_resolve_devices", (DL_FUNC) &_mirrored_cpp_resolve_devices, 2},
+    {"_mirrored_cpp_default_devices", (DL_FUNC) &_mirrored_cpp_default_devices, 1},
+    {"_mirrored_cpp_visible_devices", (DL_FUNC) &_mirrored_cpp_visible_devices, 1},
     {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},

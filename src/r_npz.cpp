@@ -1,8 +1,7 @@
-// Glue for .npz archives and SHA-256 (dataset_mnist()).
+// Glue for .npz archives (dataset_mnist()).
 #include <Rcpp.h>
 
 #include "io/npz.h"
-#include "io/sha256.h"
 #include "r_glue.h"
 
 // The members of an .npz archive as a named list of R integer arrays (uint8
@@ -38,9 +37,4 @@ Rcpp::List cpp_read_npz(std::string path) {
     out.attr("names") = Rcpp::wrap(names);
     return out;
   });
-}
-
-// [[Rcpp::export]]
-std::string cpp_sha256_file(std::string path) {
-  return mr_glue::guarded([&] { return mr::sha256_file(path); });
 }

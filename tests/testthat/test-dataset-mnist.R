@@ -57,3 +57,19 @@ test_that("dataset_mnist reads mnist.npz and refuses broken archives", {
   writeBin(charToRaw("PK\003\004 broken"), file.path(d$opt, "mnist.npz"))
   expect_error(dataset_mnist(), class = "mirrored_io_error")
 })
+
+test_that("downloads are checked against their SHA-256", {
+  root <- tempfile("download")
+  dir.create(root)
+  on.exit(unlink(root, recursive = TRUE), add = TRUE)
+  src <- file.path(root, "abc.txt")
+  writeBin(charToRaw("abc"), src)
+  abc <- "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+  dest <- file.path(root, "out", "abc.txt")
+  expect_identical(mirrored:::download_checked(paste0("file://", src), dest, abc), dest)
+  expect_identical(readBin(dest, "raw", 10), charToRaw("abc"))
+  wrong <- file.path(root, "out", "wrong.txt")
+  expect_error(mirrored:::download_checked(paste0("file://", src), wrong, sub("^b", "0", abc)),
+               "SHA-256", class = "mirrored_download_error")
+  expect_false(file.exists(wrong))
+})

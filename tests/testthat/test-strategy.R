@@ -178,3 +178,15 @@ test_that("list_devices() describes GPUs and options(mirrored.allow_tf32) is che
   m <- keras_model_sequential(input_shape = 2) |> layer_dense(units = 1)
   expect_error(m$ptr(), class = "mirrored_value_error", regexp = "allow_tf32")
 })
+
+test_that("device names and cross_device_ops are decided by the core, displayed by R", {
+  s <- quiet_strategy(c("CPU:1", "/job:localhost/replica:0/task:0/device:CPU:0"))
+  expect_identical(s$devices, c("cpu:1", "cpu:0"))
+  expect_identical(s$placement$display, c("/device:CPU:1", "/device:CPU:0"))
+  expect_output(print(s), "/device:CPU:1, /device:CPU:0")
+  expect_error(mirrored_strategy("/cpu:0", cross_device_ops = "nccl"), class = "mirrored_value_error",
+               regexp = "GPU")
+  expect_error(mirrored_strategy("/cpu:0", cross_device_ops = 3), class = "mirrored_value_error",
+               regexp = "cross_device_ops")
+  expect_identical(list_devices("CPU")$physical_device, NA_integer_)
+})

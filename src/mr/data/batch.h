@@ -82,12 +82,4 @@ class StagingBuffer {
   size_t capacity_ = 0;
 };
 
-// Rows of replica `rank` among `replicas` for a global batch of `rows`:
-// contiguous slices, the first rows % replicas replicas taking one more.
-inline void replica_slice(int64_t rows, int replicas, int rank, int64_t& begin, int64_t& count) {
-  const int64_t base = rows / replicas, extra = rows % replicas;
-  count = base + (rank < extra ? 1 : 0);
-  begin = rank * base + (rank < extra ? rank : extra);
-}
-
 }  // namespace mr

@@ -85,18 +85,20 @@ CommPlan plan_communicator(const std::vector<DeviceSpec>& devices, const std::st
       ops.empty() || ops == "nccl" || ops == "hierarchical_copy" || ops == "reduce_to_one_device",
       value, "unknown cross_device_ops '", ops,
       "' (expected nccl, hierarchical_copy or reduce_to_one_device)");
-  if (devices.size() <= 1) return {CommKind::solo, ""};
   const bool all_cpu = std::all_of(devices.begin(), devices.end(),
                                    [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
   const bool all_gpu = std::none_of(devices.begin(), devices.end(),
                                     [](const DeviceSpec& d) { return d.kind == DeviceKind::cpu; });
+  if (ops == "nccl" && !all_gpu) {
+    std::string names;
+    for (const DeviceSpec& d : devices) names += (names.empty() ? "" : ", ") + d.display_name();
+    fail(ErrorKind::value, "NCCL all-reduce needs GPU devices; these are ", names);
+  }
+  if (devices.size() <= 1) return {CommKind::solo, ""};
   MR_CHECK(all_cpu || all_gpu, value,
            "a strategy's replicas must all be CPUs or all be GPUs, not a mix");
   if (ops == "reduce_to_one_device") return {CommKind::staged, ""};
-  if (all_cpu) {
-    MR_CHECK(ops != "nccl", value, "NCCL all-reduce needs GPU devices");
-    return {CommKind::threads, ""};
-  }
+  if (all_cpu) return {CommKind::threads, ""};
   if (ops == "hierarchical_copy") return {CommKind::peer, ""};
   std::vector<int> ordinals;
   for (const DeviceSpec& d : devices) ordinals.push_back(d.cuda_ordinal());

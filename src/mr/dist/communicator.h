@@ -38,6 +38,7 @@ struct DeviceSpec;
 // Which communicator serves replicas on `devices` (one rank per device).
 // `ops` is the strategy's cross_device_ops: "" (choose), "nccl",
 // "hierarchical_copy" or "reduce_to_one_device".
+// Throws Error(value) for an unknown `ops`, and for "nccl" on CPU devices.
 // - one device: the identity;
 // - CPU devices: the thread all-reduce ("reduce_to_one_device": host-staged);
 // - GPUs: NCCL when built with it and every replica has its own physical GPU,

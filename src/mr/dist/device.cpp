@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 
-#include "backends/cpu/cpu_backend.h"
 #include "core/device_info.h"
 #include "core/error.h"
 
@@ -11,6 +10,11 @@ namespace mr {
 
 std::string DeviceSpec::name() const {
   return std::string(kind == DeviceKind::cpu ? "cpu:" : "gpu:") + std::to_string(index);
+}
+
+std::string DeviceSpec::display_name() const {
+  return std::string(kind == DeviceKind::cpu ? "/device:CPU:" : "/device:GPU:") +
+         std::to_string(index);
 }
 
 DeviceSpec parse_device(const std::string& text) {
@@ -44,9 +48,55 @@ void assign_gpu_ordinals(std::vector<DeviceSpec>& devices, int logical_per_gpu) 
     if (d.kind == DeviceKind::cuda && d.ordinal < 0) d.ordinal = d.index / logical_per_gpu;
 }
 
-std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
-  if (device.kind == DeviceKind::cpu) return make_cpu_backend(device.index, threads);
-  return make_cuda_backend(device.index, device.cuda_ordinal());
+namespace {
+void check_exists(const DeviceSpec& d, const std::string& given, int logical_per_gpu) {
+  if (d.kind == DeviceKind::cpu) return;
+  const int physical = cuda_device_count();
+  const int have = physical * logical_per_gpu;
+  if (d.index < have) return;
+  if (!built_with_cuda())
+    fail(ErrorKind::device, "Device '", given,
+         "' does not exist: this build of mirrored has no CUDA backend.");
+  if (physical == 0)
+    fail(ErrorKind::device, "Device '", given, "' does not exist: no GPU is available.");
+  fail(ErrorKind::device, "Device '", given, "' does not exist: there are ", have,
+       " (logical) GPUs.");
+}
+}  // namespace
+
+std::vector<DeviceSpec> resolve_devices(const std::vector<std::string>& names,
+                                        int logical_per_gpu) {
+  MR_CHECK(logical_per_gpu >= 1, value, "logical GPUs per GPU must be >= 1, got ", logical_per_gpu);
+  std::vector<DeviceSpec> out;
+  for (const std::string& given : names) {
+    const DeviceSpec d = parse_device(given);
+    check_exists(d, given, logical_per_gpu);
+    MR_CHECK(std::find(out.begin(), out.end(), d) == out.end(), value, "`devices` lists '",
+             d.display_name(), "' more than once.");
+    out.push_back(d);
+  }
+  assign_gpu_ordinals(out, logical_per_gpu);
+  return out;
+}
+
+std::vector<DeviceSpec> visible_devices(int logical_per_gpu) {
+  std::vector<DeviceSpec> out(1);  // cpu:0
+  const int gpus = cuda_device_count() * logical_per_gpu;
+  for (int k = 0; k < gpus; ++k) {
+    DeviceSpec d;
+    d.kind = DeviceKind::cuda;
+    d.index = k;
+    out.push_back(d);
+  }
+  assign_gpu_ordinals(out, logical_per_gpu);
+  return out;
+}
+
+std::vector<DeviceSpec> default_devices(int logical_per_gpu) {
+  std::vector<DeviceSpec> all = visible_devices(logical_per_gpu);
+  if (all.size() == 1) return all;
+  all.erase(all.begin());
+  return all;
 }
 
 }  // namespace mr

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/backend_registry.h"
 
 namespace mr {
 
@@ -17,7 +18,8 @@ struct DeviceSpec {
   // set when each physical GPU is split into several logical ones).
   int ordinal = -1;
   int cuda_ordinal() const { return ordinal < 0 ? index : ordinal; }
-  std::string name() const;  // "cpu:0", "gpu:1"
+  std::string name() const;          // "cpu:0", "gpu:1"
+  std::string display_name() const;  // "/device:CPU:0", "/device:GPU:1" (TensorFlow's)
   bool operator==(const DeviceSpec& o) const { return kind == o.kind && index == o.index; }
 };
 
@@ -26,12 +28,28 @@ struct DeviceSpec {
 // otherwise.
 DeviceSpec parse_device(const std::string& text);
 
+// The devices of a strategy given by name: each parsed (parse_device()),
+// none twice (Error(value)), every GPU present among the CUDA devices split
+// into `logical_per_gpu` logical GPUs each (Error(device) otherwise), and
+// placed (assign_gpu_ordinals()).
+std::vector<DeviceSpec> resolve_devices(const std::vector<std::string>& names, int logical_per_gpu);
+
+// Every device this process can use, placed: cpu:0 (CPU devices are logical,
+// any index exists), then each logical GPU.
+std::vector<DeviceSpec> visible_devices(int logical_per_gpu);
+
+// The devices of a strategy made without a device list: all (logical) GPUs
+// when there are any, else cpu:0.
+std::vector<DeviceSpec> default_devices(int logical_per_gpu);
+
 // Places logical GPUs on physical ones: with n logical GPUs per physical GPU,
 // gpu:k is on CUDA device k / n (devices whose ordinal is already set keep it).
 void assign_gpu_ordinals(std::vector<DeviceSpec>& devices, int logical_per_gpu);
 
-// The one place that names the backends: creates the backend of `device`
-// with `threads` CPU threads for its work.
-std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads);
+// The backend of `device` with `threads` CPU threads for its work, from the
+// backend registry (core/backend_registry.h).
+inline std::unique_ptr<Backend> create_backend(const DeviceSpec& device, int threads) {
+  return create_backend(device.kind, device.index, device.cuda_ordinal(), threads);
+}
 
 }  // namespace mr

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "data/array_source.h"
+#include "dist/batch_split.h"
 #include "train/loop.h"
 #include "tests/graphs.h"
 #include "train/model.h"

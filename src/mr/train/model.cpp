@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.h"
+#include "dist/batch_split.h"
 #include "dist/comm_threads.h"
 #include "dist/worker.h"
 #include "nn/executor.h"
