@@ -33,7 +33,8 @@ Rcpp::List cpp_layer_spec(std::string class_name, SEXP config, double seed, SEXP
   return guarded([&] {
     const mr::Json cfg = mr_glue::json_from_r(config);
     const auto layer = mr::make_layer(class_name, cfg, static_cast<uint64_t>(seed));
-    Rcpp::List out = Rcpp::List::create(Rcpp::Named("config") = mr_glue::json_to_r(layer->config()));
+    Rcpp::List out =
+        Rcpp::List::create(Rcpp::Named("config") = mr_glue::json_to_r(layer->config()));
     if (Rf_isNull(input_shapes)) return out;
     const std::vector<mr::Shape> in = to_shapes(Rcpp::List(input_shapes));
     const mr::Shape shape = layer->output_shape(in);
@@ -46,13 +47,14 @@ Rcpp::List cpp_layer_spec(std::string class_name, SEXP config, double seed, SEXP
     for (size_t k = 0; k < weights.size(); ++k) {
       const auto i = static_cast<R_xlen_t>(k);
       names[i] = weights[k].name;
-      shapes[i] = Rcpp::NumericVector(weights[k].shape.dims().begin(), weights[k].shape.dims().end());
+      shapes[i] =
+          Rcpp::NumericVector(weights[k].shape.dims().begin(), weights[k].shape.dims().end());
       trainable[i] = weights[k].trainable;
       sizes[i] = static_cast<double>(weights[k].shape.numel());
     }
-    out["weights"] = Rcpp::List::create(Rcpp::Named("name") = names, Rcpp::Named("shape") = shapes,
-                                        Rcpp::Named("trainable") = trainable,
-                                        Rcpp::Named("size") = sizes);
+    out["weights"] =
+        Rcpp::List::create(Rcpp::Named("name") = names, Rcpp::Named("shape") = shapes,
+                           Rcpp::Named("trainable") = trainable, Rcpp::Named("size") = sizes);
     return out;
   });
 }

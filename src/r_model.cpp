@@ -122,7 +122,7 @@ Rcpp::List cpp_model_info(SEXP ptr) {
 }
 
 // Weights in Keras order (node order, then each layer's variables), as R
-// arrays of the variables' shapes (a Dense kernel is in_dim x units).
+// arrays of the variables' shapes (a kernel is in_dim x units).
 // [[Rcpp::export]]
 Rcpp::List cpp_model_get_weights(SEXP ptr, int rank = 0) {
   return guarded([&] {
@@ -167,8 +167,7 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
         src = tmp;
       }
       const std::vector<float> v = mr_glue::to_row_major(src, "weights");
-      std::copy(v.begin(), v.end(),
-                (order[k].trainable ? flat : state).begin() + params[k].offset);
+      std::copy(v.begin(), v.end(), (order[k].trainable ? flat : state).begin() + params[k].offset);
     }
     m->set_params(flat);
     m->set_state(state);

@@ -35,7 +35,9 @@ x <- matrix(runif(64 * 6), ncol = 6)
 y <- as.integer(x[, 1] > x[, 2]) + as.integer(x[, 3] > 0.5)
 inp <- keras_input(shape = 6)
 h <- inp |> layer_dense(16, activation = "relu") |> layer_dropout(0.3) |> layer_activation("tanh")
-f <- keras_model(inp, h |> layer_dense(8, use_bias = FALSE) |> layer_dense(3))
+h <- h |> layer_dense(8, use_bias = FALSE)
+h <- layer_add(list(h |> layer_batch_normalization(momentum = 0.9), h))
+f <- keras_model(inp, h |> layer_dense(3))
 f |> compile(optimizer = optimizer_adam(0.01, amsgrad = TRUE),
              loss = loss_sparse_categorical_crossentropy(from_logits = TRUE),
              metrics = list("accuracy", metric_sparse_categorical_accuracy()))

@@ -59,6 +59,21 @@ def main():
     g.fit(x, x[:, :1] + x[:, 1:2], epochs=2, batch_size=8, verbose=0)
     save("functional_sgd", g, x)
 
+    # BatchNormalization (moving statistics, non-trainable weights) and Add
+    # (a layer of two inputs).
+    inp = keras.Input(shape=(4,))
+    h = keras.layers.Dense(6)(inp)
+    h = keras.layers.BatchNormalization(momentum=0.8)(h)
+    h = keras.layers.Activation("relu")(h)
+    skip = keras.layers.Dense(6, use_bias=False)(inp)
+    h = keras.layers.Add()([h, skip])
+    out = keras.layers.Dense(3)(h)
+    b = keras.Model(inp, out)
+    b.compile(optimizer=keras.optimizers.Adam(0.01),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    b.fit(x, y, epochs=3, batch_size=8, verbose=0)
+    save("functional_bn", b, x)
+
 
 if __name__ == "__main__":
     main()

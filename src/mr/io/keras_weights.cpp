@@ -94,7 +94,8 @@ KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
     if (have == full || have == 2) {
       out.file.has_optimizer = true;
       out.file.iterations = r.read_scalar_i64("optimizer/vars/0");
-      if (out.file.iterations < 0) fail(ErrorKind::io, what, ": negative optimizer iteration count");
+      if (out.file.iterations < 0)
+        fail(ErrorKind::io, what, ": negative optimizer iteration count");
       out.file.learning_rate = r.read_scalar("optimizer/vars/1");
       for (int i = 2; have > 2 && i < have; ++i) {
         const Shape& s = expect.optimizer_shapes[static_cast<size_t>(i - 2)];

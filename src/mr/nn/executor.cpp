@@ -59,21 +59,11 @@ void Executor::forward(const Pass& p) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
     const NodeBuffers& b = buf_[static_cast<size_t>(i)];
-    ForwardArgs a{be_,
-                  p.rows,
-                  p.global_rows,
-                  p.row_offset,
-                  p.step,
-                  static_cast<uint32_t>(i),
-                  p.training,
-                  {},
-                  graph_.in_shapes(i),
-                  at(b.out),
-                  {},
-                  {},
-                  at(b.aux),
-                  at(b.work),
-                  ctx};
+    ForwardArgs a{be_,          p.rows,     p.global_rows,
+                  p.row_offset, p.step,     static_cast<uint32_t>(i),
+                  p.training,   {},         graph_.in_shapes(i),
+                  at(b.out),    {},         {},
+                  at(b.aux),    at(b.work), ctx};
     for (int j : nd.inputs) a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
     for (int k : graph_.node_params(i))
       a.params.push_back(const_cast<float*>(p.params) +
@@ -102,8 +92,11 @@ void Executor::backward(const Pass& p, float* grads) {
       }
       continue;
     }
-    BackwardArgs a{be_, rows, p.global_rows, p.training, {}, graph_.in_shapes(i), at(b.out),
-                   at(b.grad), {}, {}, {}, {}, at(b.aux), at(b.work), ctx};
+    BackwardArgs a{be_,        rows,       p.global_rows,
+                   p.training, {},         graph_.in_shapes(i),
+                   at(b.out),  at(b.grad), {},
+                   {},         {},         {},
+                   at(b.aux),  at(b.work), ctx};
     std::vector<int> accumulate;  // inputs whose gradient already holds a consumer's part
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];

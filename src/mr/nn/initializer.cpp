@@ -159,8 +159,8 @@ Initializer initializer_from_keras(const Json& j, uint64_t seed, const std::stri
     const std::string name = j.get<std::string>();
     init.kind = initializer_kind(name);
   } else {
-    MR_CHECK(j.is_object() && j.contains("class_name") && j["class_name"].is_string(), value,
-             what, ": an initializer must be a name or a Keras config, got ", j.dump());
+    MR_CHECK(j.is_object() && j.contains("class_name") && j["class_name"].is_string(), value, what,
+             ": an initializer must be a name or a Keras config, got ", j.dump());
     cls = j["class_name"].get<std::string>();
     if (j.contains("config") && j["config"].is_object()) cfg = j["config"];
     bool found = false;

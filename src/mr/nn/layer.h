@@ -73,7 +73,7 @@ struct BackwardArgs {
 class Layer {
  public:
   virtual ~Layer() = default;
-  // Keras' class name ("Dense").
+  // Keras' class name, as in .keras files.
   virtual const char* class_name() const = 0;
   // Checks the inputs and returns the per-sample output shape; throws
   // mr::Error (shape) naming the layer for inputs it cannot take.

@@ -34,8 +34,8 @@ inline std::unique_ptr<Layer> make_dense(int64_t units, Activation act, bool use
   return make_layer("Dense", cfg, 0);
 }
 inline std::unique_ptr<Layer> make_activation(Activation act) {
-  return make_layer("Activation", Json{{"name", "activation"}, {"activation", activation_name(act)}},
-                    0);
+  return make_layer("Activation",
+                    Json{{"name", "activation"}, {"activation", activation_name(act)}}, 0);
 }
 inline std::unique_ptr<Layer> make_dropout(double rate, uint64_t seed) {
   return make_layer("Dropout", Json{{"name", "dropout"}, {"rate", rate}, {"seed", seed}}, 0);

@@ -20,13 +20,15 @@ namespace {
 
 std::unique_ptr<Layer> batch_norm(bool synchronized, double momentum = 0.99) {
   return make_layer("BatchNormalization",
-                    Json{{"name", "bn"}, {"synchronized", synchronized}, {"momentum", momentum}}, 0);
+                    Json{{"name", "bn"}, {"synchronized", synchronized}, {"momentum", momentum}},
+                    0);
 }
 
 std::vector<float> wave(int64_t n, double a, double b) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
-    v[static_cast<size_t>(i)] = static_cast<float>(std::sin(a * static_cast<double>(i) + b) * 2.0 + 0.5);
+    v[static_cast<size_t>(i)] =
+        static_cast<float>(std::sin(a * static_cast<double>(i) + b) * 2.0 + 0.5);
   return v;
 }
 
@@ -53,8 +55,8 @@ TEST(BatchNormOps, MatchADoublePrecisionReference) {
   be.column_moments(rows, cols, x.data(), m.data(), 1.0f / rows, v.data());
   be.batch_norm_forward(rows, cols, x.data(), m.data(), v.data(), gamma.data(), beta.data(), eps,
                         y.data());
-  be.batch_norm_backward_reduce(rows, cols, dy.data(), x.data(), m.data(), v.data(), eps,
-                                s1.data(), s2.data());
+  be.batch_norm_backward_reduce(rows, cols, dy.data(), x.data(), m.data(), v.data(), eps, s1.data(),
+                                s2.data());
   be.batch_norm_backward(rows, cols, dy.data(), x.data(), m.data(), v.data(), gamma.data(), eps,
                          s1.data(), s2.data(), 1.0f / rows, dx.data());
   for (int64_t c = 0; c < cols; ++c) {

@@ -104,8 +104,8 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     r->params = r->be->allocate(bytes);
     r->grads = r->be->allocate(bytes);
     r->state = r->be->allocate(static_cast<size_t>(graph_->state_floats()) * sizeof(float));
-    r->ctx = std::make_unique<CommContext>(comm_.get(), r->rank,
-                                           static_cast<int>(devices_.size()), r->be.get());
+    r->ctx = std::make_unique<CommContext>(comm_.get(), r->rank, static_cast<int>(devices_.size()),
+                                           r->be.get());
     r->worker = std::make_unique<Worker>();
     replicas_.push_back(std::move(r));
   }

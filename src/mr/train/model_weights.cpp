@@ -60,8 +60,8 @@ Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
     std::vector<std::vector<float>> slots;
     for (int k = 0; k < slot_count(oc); ++k) slots.push_back(model.get_slot(k, 0));
     for (const auto& kp : keras_slot_order(oc, static_cast<int>(g.params().size())))
-      file.optimizer_vars.push_back(slice(slots[static_cast<size_t>(kp.first)],
-                                          g.params()[static_cast<size_t>(kp.second)]));
+      file.optimizer_vars.push_back(
+          slice(slots[static_cast<size_t>(kp.first)], g.params()[static_cast<size_t>(kp.second)]));
   }
   return write_weights_h5(file, root_attrs, what);
 }
@@ -92,8 +92,9 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
   for (size_t k = 0; k < layout.layers.size(); ++k) {
     const auto& l = layout.layers[k];
     if (l.node < 0) continue;
-    const auto it = std::find_if(read.file.layers.begin(), read.file.layers.end(),
-                                 [&](const KerasWeightsFile::Layer& f) { return f.group == l.group; });
+    const auto it =
+        std::find_if(read.file.layers.begin(), read.file.layers.end(),
+                     [&](const KerasWeightsFile::Layer& f) { return f.group == l.group; });
     if (it == read.file.layers.end()) continue;  // a layer without variables
     const auto& refs = g.node_weights(l.node);
     for (size_t i = 0; i < refs.size(); ++i) {

@@ -45,9 +45,9 @@ void CpuBackend::batch_norm_forward(int64_t rows, int64_t cols, const float* x, 
   cpu::for_rows(team_, rows, cols, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
       for (int64_t c = 0; c < cols; ++c)
-        y[r * cols + c] = bn::forward(x[r * cols + c], mean[c], bn::inv_std(var[c], eps),
-                                      gamma != nullptr ? gamma[c] : 1.0f,
-                                      beta != nullptr ? beta[c] : 0.0f);
+        y[r * cols + c] =
+            bn::forward(x[r * cols + c], mean[c], bn::inv_std(var[c], eps),
+                        gamma != nullptr ? gamma[c] : 1.0f, beta != nullptr ? beta[c] : 0.0f);
   });
 }
 

@@ -46,8 +46,8 @@ __global__ void bn_forward_kernel(int64_t rows, int64_t cols, const float* __res
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
     const int64_t c = i % cols;
-    y[i] = bn::forward(x[i], mean[c], bn::inv_std(var[c], eps),
-                       gamma != nullptr ? gamma[c] : 1.0f, beta != nullptr ? beta[c] : 0.0f);
+    y[i] = bn::forward(x[i], mean[c], bn::inv_std(var[c], eps), gamma != nullptr ? gamma[c] : 1.0f,
+                       beta != nullptr ? beta[c] : 0.0f);
   }
 }
 

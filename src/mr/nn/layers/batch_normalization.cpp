@@ -40,6 +40,9 @@ class BatchNormalization final : public Layer {
          {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
       r.must_be_null(k);
     synchronized_ = r.boolean("synchronized", false);
+    r.must_equal("renorm", false);
+    r.must_be_null("renorm_clipping");
+    renorm_momentum_ = r.number("renorm_momentum", 0.99);  // read by renorm only
   }
   const char* class_name() const override { return "BatchNormalization"; }
   Shape output_shape(const std::vector<Shape>& in) const override {
@@ -155,6 +158,9 @@ class BatchNormalization final : public Layer {
          {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
       c[k] = nullptr;
     c["synchronized"] = synchronized_;
+    c["renorm"] = false;
+    c["renorm_clipping"] = nullptr;
+    c["renorm_momentum"] = renorm_momentum_;
     return c;
   }
 
@@ -169,7 +175,7 @@ class BatchNormalization final : public Layer {
 
   std::string name_, who_;
   int64_t axis_ = -1;
-  double momentum_ = 0.99, epsilon_ = 1e-3;
+  double momentum_ = 0.99, epsilon_ = 1e-3, renorm_momentum_ = 0.99;
   bool center_ = true, scale_ = true, synchronized_ = false;
   Initializer beta_init_, gamma_init_, mean_init_, var_init_;
 };

@@ -15,9 +15,9 @@ class Dense final : public Layer {
     use_bias_ = r.boolean("use_bias", true);
     kinit_ = r.initializer("kernel_initializer", "glorot_uniform", 0);
     binit_ = r.initializer("bias_initializer", "zeros", 1);
-    for (const char* k : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "bias_constraint", "lora_rank", "lora_alpha",
-                          "quantization_config"})
+    for (const char* k :
+         {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
+          "bias_constraint", "lora_rank", "lora_alpha", "quantization_config"})
       r.must_be_null(k);
   }
   const char* class_name() const override { return "Dense"; }

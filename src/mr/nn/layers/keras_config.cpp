@@ -61,8 +61,8 @@ int64_t ConfigReader::integer(const char* key, int64_t def, int64_t min) {
   int64_t x = 0;
   if (v->is_number_integer()) {
     x = v->get<int64_t>();
-  } else if (v->is_number_float() && v->get<double>() == static_cast<double>(
-                                                              static_cast<int64_t>(v->get<double>()))) {
+  } else if (v->is_number_float() &&
+             v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>()))) {
     x = static_cast<int64_t>(v->get<double>());
   } else {
     bad(key, "an integer");

@@ -3,7 +3,7 @@
 // checks every key: options a layer file reads are typed and range-checked,
 // options mirrored does not implement must be null (or their Keras default),
 // and any other key is an error, as Keras' from_config() rejects unknown
-// arguments. Messages name the class and the layer: "Dense 'dense_1': ...".
+// arguments. Messages name the class and the layer: "<Class> '<name>': ...".
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ class ConfigReader {
   ConfigReader(const char* class_name, const Json& config, uint64_t seed);
 
   const std::string& name() const { return name_; }
-  // "Dense 'dense_1'", for messages.
+  // "<Class> '<name>'", for messages.
   std::string who() const;
 
   int64_t integer(const char* key, int64_t def, int64_t min);

@@ -11,7 +11,7 @@
 
 // Defines the factory registry.cpp declares for Keras class `cls`, from a
 // constructor Type(ConfigReader&).
-#define MR_REGISTER_LAYER(cls, Type)                                             \
+#define MR_REGISTER_LAYER(cls, Type)                                           \
   std::unique_ptr<Layer> make_layer_##cls(const Json& config, uint64_t seed) { \
     ConfigReader r(#cls, config, seed);                                        \
     auto layer = std::make_unique<Type>(r);                                    \
@@ -22,8 +22,8 @@
 namespace mr {
 
 inline void expect_inputs(const std::string& who, const std::vector<Shape>& in, size_t n) {
-  MR_CHECK(in.size() == n, shape, who, " takes exactly ", n, " input", n == 1 ? "" : "s",
-           ", got ", in.size());
+  MR_CHECK(in.size() == n, shape, who, " takes exactly ", n, " input", n == 1 ? "" : "s", ", got ",
+           in.size());
 }
 
 inline void copy_floats(Backend& be, int64_t count, const float* src, float* dst) {

@@ -41,8 +41,7 @@ std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& con
     if (class_name == t.class_name) return t.make(config, seed);
   std::ostringstream known;
   for (const LayerType& t : kLayerTypes) known << (&t == kLayerTypes ? "" : ", ") << t.class_name;
-  fail(ErrorKind::value, "unknown layer class '", class_name, "' (mirrored has ", known.str(),
-       ")");
+  fail(ErrorKind::value, "unknown layer class '", class_name, "' (mirrored has ", known.str(), ")");
 }
 
 std::vector<std::string> layer_class_names() {

@@ -17,8 +17,7 @@ namespace mr {
 // A layer of Keras class `class_name` from its Keras config (validated; every
 // key known). `seed` seeds what the config leaves unseeded (initializers,
 // dropout masks): the caller draws it once per layer.
-std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config,
-                                  uint64_t seed);
+std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config, uint64_t seed);
 
 // The Keras class names the registry knows, in registry order.
 std::vector<std::string> layer_class_names();
