@@ -1,51 +1,37 @@
-// A model placed on a strategy's devices: the graph, one replica per device
-// (each with its own backend, flat parameter/gradient/slot buffers, activation
-// workspace and host thread), the communicator that joins them, and the
+// A model placed on a strategy's devices: the graph, the replica set (devices,
+// one thread per replica, the communicator; dist/replica_set.h), the training
+// state (train/training_state.h) and the step (train/step.h), plus the
 // compiled loss, metrics and optimizer. One device is a strategy of one
 // replica: there is no other code path.
 //
 // Invariants: after every public call returns, all replicas hold bit-identical
-// parameters and slots; iterations() counts applied updates (Keras'
-// optimizer.iterations); metric accumulators live on the devices and are only
-// read by read_metrics().
+// parameters, state and slots; iterations() counts applied updates (Keras'
+// optimizer.iterations); metric sums live on the devices and are only read by
+// read_metrics().
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "data/batch.h"
-#include "dist/communicator.h"
 #include "dist/device.h"
+#include "dist/replica_set.h"
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/step.h"
+#include "train/training_state.h"
 
 namespace mr {
-
-struct CompileConfig {
-  OptimizerConfig optimizer;
-  LossConfig loss;
-  std::vector<MetricConfig> metrics;
-};
-
-// How a model is placed and reduced, beyond its devices.
-struct PlacementOptions {
-  int threads_per_replica = 1;      // CPU threads of each replica's backend
-  double collective_timeout = 300;  // seconds a replica waits for its peers
-  std::string cross_device_ops;     // see make_communicator()
-  int logical_per_gpu = 1;          // logical GPUs per physical GPU: gpu:k is on k / n
-  bool tf32 = false;                // GPU gemm may use TF32 tensor cores
-};
 
 class Model {
  public:
   // threads_per_replica: CPU threads of each replica's backend;
   // collective_timeout: seconds a replica waits for its peers in a collective.
-  // initialize = false leaves the parameters at zero, for a caller that sets
+  // initialize = false leaves the variables at zero, for a caller that sets
   // them right away (loading a file): initializers of a large model cost more
   // than reading its weights.
   Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
@@ -57,27 +43,25 @@ class Model {
   Model& operator=(const Model&) = delete;
 
   const Graph& graph() const { return *graph_; }
-  int replicas() const { return static_cast<int>(replicas_.size()); }
-  const std::vector<DeviceSpec>& devices() const { return devices_; }
-  // What all-reduces the gradients ("NCCL", "thread all-reduce", ...), and why
-  // it is not what the strategy asked for ("" when it is).
-  std::string communicator_name() const { return comm_->name(); }
-  const std::string& communicator_note() const { return comm_note_; }
+  int replicas() const { return replicas_.size(); }
+  const std::vector<DeviceSpec>& devices() const { return replicas_.devices(); }
+  std::string communicator_name() const { return replicas_.communicator_name(); }
+  const std::string& communicator_note() const { return replicas_.communicator_note(); }
 
   // Flat parameters (Graph layout) of replica `rank`.
-  std::vector<float> get_params(int rank = 0) const;
+  std::vector<float> get_params(int rank = 0) const { return state_.get_params(rank); }
   // Sets every replica's parameters (a broadcast from the host).
-  void set_params(const std::vector<float>& flat);
+  void set_params(const std::vector<float>& flat) { state_.set_params(flat); }
   // Non-trainable variables (Graph::states() layout), likewise.
-  std::vector<float> get_state(int rank = 0) const;
-  void set_state(const std::vector<float>& flat);
+  std::vector<float> get_state(int rank = 0) const { return state_.get_state(rank); }
+  void set_state(const std::vector<float>& flat) { state_.set_state(flat); }
 
   void compile(const CompileConfig& config);
   bool compiled() const { return compiled_; }
   const CompileConfig& config() const { return config_; }
   void set_learning_rate(double lr);
-  int64_t iterations() const { return iterations_; }
-  void set_iterations(int64_t n) { iterations_ = n; }
+  int64_t iterations() const { return state_.iterations; }
+  void set_iterations(int64_t n) { state_.iterations = n; }
   // Slot buffer k (slot_names() order) of replica `rank`.
   std::vector<float> get_slot(int k, int rank = 0) const;
   void set_slot(int k, const std::vector<float>& flat);
@@ -103,43 +87,27 @@ class Model {
 
   // For tests: make replica `rank` fail (throw) or stall for `seconds` at the
   // start of training step `step` (1-based, Keras' iterations + 1).
-  enum class Fault { none, error, stall };
-  void inject_fault(int rank, int64_t step, Fault kind, double seconds = 0.0);
+  using Fault = ReplicaSet::Fault;
+  void inject_fault(int rank, int64_t step, Fault kind, double seconds = 0.0) {
+    replicas_.inject_fault(rank, step, kind, seconds);
+  }
 
   // For tests and diagnostics.
-  std::vector<int64_t> rows_last_step() const;
-  std::vector<std::thread::id> replica_threads() const;
+  std::vector<int64_t> rows_last_step() const { return step_.rows_last(); }
+  std::vector<std::thread::id> replica_threads() const { return replicas_.threads(); }
   std::vector<const void*> replica_param_buffers() const;
 
  private:
-  struct Replica;
-  void run_all(const char* what, const std::function<void(Replica&)>& job);
-  void wait_all(const char* what);
-  // Posts `job` to every replica; a replica whose job throws aborts the
-  // communicator so that its peers stop waiting for it.
-  void post_all(std::function<void(Replica&)> job);
-  enum class Buffers { params, state, slots };
-  void broadcast_from_first(Buffers which);
-  void stage(Replica& r, const HostBatch& batch, int64_t begin, int64_t count, bool targets);
   void check_batch(const HostBatch& batch, bool targets) const;
 
   std::shared_ptr<const Graph> graph_;
-  std::vector<DeviceSpec> devices_;
-  std::unique_ptr<Communicator> comm_;
-  std::string comm_note_;
-  std::vector<std::unique_ptr<Replica>> replicas_;
+  ReplicaSet replicas_;
+  TrainingState state_;
+  Step step_;
   CompileConfig config_;
   bool compiled_ = false;
-  int64_t iterations_ = 0;
-  int64_t samples_seen_ = 0;  // since reset_metrics()
   bool in_flight_ = false;
   bool in_flight_train_ = false;
-  struct {
-    int rank = -1;
-    int64_t step = -1;
-    Fault kind = Fault::none;
-    double seconds = 0.0;
-  } fault_;
 };
 
 }  // namespace mr

@@ -1,0 +1,95 @@
+#include "dist/replica_set.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+#include "core/error.h"
+#include "dist/comm_threads.h"
+#include "dist/worker.h"
+
+namespace mr {
+
+ReplicaSet::ReplicaSet(std::vector<DeviceSpec> devices, const PlacementOptions& options)
+    : devices_(std::move(devices)) {
+  MR_CHECK(!devices_.empty(), value, "a model needs at least one device");
+  for (size_t i = 0; i < devices_.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(),
+               " is listed twice");
+  assign_gpu_ordinals(devices_, options.logical_per_gpu);
+  comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
+                            &comm_note_);
+  for (const DeviceSpec& d : devices_) {
+    backends_.push_back(create_backend(d, std::max(1, options.threads_per_replica)));
+    if (options.tf32) backends_.back()->set_tf32(true);
+    workers_.push_back(std::make_unique<Worker>());
+  }
+}
+
+ReplicaSet::~ReplicaSet() = default;
+
+void ReplicaSet::post(std::function<void(int)> job) {
+  auto shared = std::make_shared<std::function<void(int)>>(std::move(job));
+  for (int rank = 0; rank < size(); ++rank) {
+    Communicator* comm = comm_.get();
+    workers_[static_cast<size_t>(rank)]->post([rank, comm, shared] {
+      try {
+        (*shared)(rank);
+      } catch (const std::exception& e) {
+        comm->abort("replica " + std::to_string(rank) + " failed: " + e.what());
+        throw;
+      }
+    });
+  }
+}
+
+void ReplicaSet::wait(const char* what, int64_t step) {
+  // Wait for every replica before reporting. The error reported is the root
+  // cause: a replica woken by an abort only says that a peer failed.
+  std::exception_ptr first;
+  bool first_is_abort = true;
+  ErrorKind kind = ErrorKind::internal;
+  std::string message, where;
+  for (int rank = 0; rank < size(); ++rank) {
+    try {
+      workers_[static_cast<size_t>(rank)]->wait();
+    } catch (const std::exception& e) {
+      const bool is_abort = dynamic_cast<const CollectiveAborted*>(&e) != nullptr;
+      if (first && (is_abort || !first_is_abort)) continue;
+      first = std::current_exception();
+      first_is_abort = is_abort;
+      const auto* err = dynamic_cast<const Error*>(&e);
+      kind = err != nullptr ? err->kind() : ErrorKind::internal;
+      message = e.what();
+      where = "replica " + std::to_string(rank) + " (" + devices_[static_cast<size_t>(rank)].name() +
+              ")";
+    }
+  }
+  if (!first) return;
+  comm_->reset();
+  fail(kind, where, " failed during ", what, " at step ", step, ": ", message);
+}
+
+void ReplicaSet::inject_fault(int rank, int64_t step, Fault kind, double seconds) {
+  MR_CHECK(rank >= 0 && rank < size(), value, "no replica ", rank);
+  fault_.rank = rank;
+  fault_.step = step;
+  fault_.kind = kind;
+  fault_.seconds = seconds;
+}
+
+void ReplicaSet::check_fault(int rank, int64_t step) const {
+  if (fault_.rank != rank || fault_.step != step) return;
+  if (fault_.kind == Fault::error) fail(ErrorKind::internal, "injected failure (test)");
+  if (fault_.kind == Fault::stall)
+    std::this_thread::sleep_for(std::chrono::duration<double>(fault_.seconds));
+}
+
+std::vector<std::thread::id> ReplicaSet::threads() const {
+  std::vector<std::thread::id> ids;
+  for (const auto& w : workers_) ids.push_back(w->id());
+  return ids;
+}
+
+}  // namespace mr

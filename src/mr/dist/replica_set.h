@@ -1,0 +1,86 @@
+// The replica set: a strategy's devices, one backend and one host thread per
+// replica, and the communicator that joins them. It runs a job on every
+// replica and turns failures into one error naming the root cause; it knows
+// nothing of models (train/ holds the state and the step).
+//
+// Invariants: at most one job per replica is in flight; a replica whose job
+// throws aborts the communicator, so peers blocked in a collective stop
+// waiting (within the collective deadline otherwise); wait() returns only
+// after every replica's job returned, so no job outlives the call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/backend.h"
+#include "dist/communicator.h"
+#include "dist/device.h"
+
+namespace mr {
+
+// How a strategy is placed and reduced, beyond its devices.
+struct PlacementOptions {
+  int threads_per_replica = 1;      // CPU threads of each replica's backend
+  double collective_timeout = 300;  // seconds a replica waits for its peers
+  std::string cross_device_ops;     // see make_communicator()
+  int logical_per_gpu = 1;          // logical GPUs per physical GPU: gpu:k is on k / n
+  bool tf32 = false;                // GPU gemm may use TF32 tensor cores
+};
+
+class Worker;
+
+class ReplicaSet {
+ public:
+  ReplicaSet(std::vector<DeviceSpec> devices, const PlacementOptions& options);
+  ~ReplicaSet();
+  ReplicaSet(const ReplicaSet&) = delete;
+  ReplicaSet& operator=(const ReplicaSet&) = delete;
+
+  int size() const { return static_cast<int>(devices_.size()); }
+  const std::vector<DeviceSpec>& devices() const { return devices_; }
+  Backend& backend(int rank) const { return *backends_.at(static_cast<size_t>(rank)); }
+  Communicator& comm() const { return *comm_; }
+  // What all-reduces ("NCCL", "thread all-reduce", ...), and why it is not
+  // what the strategy asked for ("" when it is).
+  std::string communicator_name() const { return comm_->name(); }
+  const std::string& communicator_note() const { return comm_note_; }
+
+  // Starts job(rank) on every replica's thread.
+  void post(std::function<void(int rank)> job);
+  // Waits for every replica; a failure throws mr::Error of the root cause's
+  // kind: "replica <r> (<device>) failed during <what> at step <step>: ...".
+  void wait(const char* what, int64_t step);
+  void run(const char* what, int64_t step, const std::function<void(int rank)>& job) {
+    post(job);
+    wait(what, step);
+  }
+
+  // For tests: replica `rank` fails (throws) or stalls `seconds` when the
+  // step calls check_fault(rank, step) for training step `step` (1-based).
+  enum class Fault { none, error, stall };
+  void inject_fault(int rank, int64_t step, Fault kind, double seconds = 0.0);
+  void check_fault(int rank, int64_t step) const;
+
+  std::vector<std::thread::id> threads() const;
+
+ private:
+  std::vector<DeviceSpec> devices_;
+  std::unique_ptr<Communicator> comm_;
+  std::string comm_note_;
+  std::vector<std::unique_ptr<Backend>> backends_;
+  // Declared last so that they are destroyed first: threads stop before the
+  // backends their jobs use.
+  std::vector<std::unique_ptr<Worker>> workers_;
+  struct {
+    int rank = -1;
+    int64_t step = -1;
+    Fault kind = Fault::none;
+    double seconds = 0.0;
+  } fault_;
+};
+
+}  // namespace mr

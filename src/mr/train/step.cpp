@@ -1,0 +1,180 @@
+#include "train/step.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "dist/batch_split.h"
+
+namespace mr {
+
+namespace {
+
+// Collectives a layer asks for (synchronized batch normalization), on the
+// replica set's communicator.
+class CommContext final : public ReplicaContext {
+ public:
+  CommContext(ReplicaSet& rs, int rank) : rs_(rs), rank_(rank) {}
+  int replicas() const override { return rs_.size(); }
+  int rank() const override { return rank_; }
+  void all_reduce_sum(float* data, int64_t n) override {
+    if (rs_.size() > 1) rs_.comm().all_reduce_sum(rank_, rs_.backend(rank_), data, n);
+  }
+
+ private:
+  ReplicaSet& rs_;
+  int rank_;
+};
+
+}  // namespace
+
+struct Step::Replica {
+  std::unique_ptr<Executor> exec;
+  DeviceBuffer targets{nullptr, DeviceFree{}};
+  int64_t target_capacity = 0;  // floats
+  int64_t rows_last = 0;
+  std::unique_ptr<CommContext> ctx;
+};
+
+Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
+    : graph_(graph), replicas_(replicas), state_(state) {
+  for (int r = 0; r < replicas.size(); ++r) {
+    auto rep = std::make_unique<Replica>();
+    rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
+    rep->ctx = std::make_unique<CommContext>(replicas, r);
+    reps_.push_back(std::move(rep));
+  }
+}
+
+Step::~Step() = default;
+
+void Step::reserve(int64_t global_rows, int64_t target_width) {
+  const int n = replicas_.size();
+  // The first replica's slice is the largest (dist/batch_split.h).
+  const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
+  for (int r = 0; r < n; ++r) {
+    Replica& rep = *reps_[static_cast<size_t>(r)];
+    rep.exec->reserve(rows);
+    const int64_t need = rows * target_width;
+    if (need > rep.target_capacity) {
+      rep.targets = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));
+      rep.target_capacity = need;
+    }
+  }
+}
+
+std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool targets) {
+  Replica& rep = *reps_[static_cast<size_t>(rank)];
+  Backend& be = replicas_.backend(rank);
+  int64_t begin = 0, count = 0;
+  replica_slice(batch.rows, replicas_.size(), rank, begin, count);
+  rep.rows_last = count;
+  MR_CHECK(count <= rep.exec->capacity(), internal, "a slice of ", count,
+           " rows exceeds the reserved workspace of ", rep.exec->capacity());
+  const size_t n_in = graph_.inputs().size();
+  for (size_t k = 0; k < n_in; ++k) {
+    const HostComponent& c = batch.parts[k];
+    be.upload(rep.exec->input(static_cast<int>(k)), c.data + begin * c.width,
+              static_cast<size_t>(count * c.width) * sizeof(float));
+  }
+  if (targets) {
+    const HostComponent& c = batch.parts[n_in];
+    MR_CHECK(count * c.width <= rep.target_capacity, internal, "targets exceed their buffer");
+    be.upload(rep.targets.get(), c.data + begin * c.width,
+              static_cast<size_t>(count * c.width) * sizeof(float));
+  }
+  return {begin, count};
+}
+
+void Step::metrics(int rank, const CompileConfig& c, int64_t count, const float* out,
+                   const float* tgt) {
+  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
+  double* sums = state_.metric_sums(rank);
+  for (size_t m = 0; m < c.metrics.size(); ++m)
+    replicas_.backend(rank).metric(c.metrics[m].kind, c.metrics[m].threshold, count, cols, out, tgt,
+                                   sums + 1 + 2 * m);
+}
+
+void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration) {
+  const int64_t global_rows = batch.rows;
+  const auto step = static_cast<uint64_t>(iteration);
+  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
+  replicas_.post([this, &batch, &config, global_rows, step, iteration, cols](int r) {
+    replicas_.check_fault(r, iteration + 1);
+    Replica& rep = *reps_[static_cast<size_t>(r)];
+    Backend& be = replicas_.backend(r);
+    const auto [begin, count] = stage(r, batch, true);
+    Executor::Pass pass;
+    pass.rows = count;
+    pass.global_rows = global_rows;
+    pass.row_offset = begin;
+    pass.step = step;
+    pass.training = true;
+    pass.params = state_.params(r);
+    pass.state = state_.state(r);
+    pass.ctx = rep.ctx.get();
+    rep.exec->forward(pass);
+    // Loss = sum of per-sample losses / global batch size, so the summed
+    // gradients of all replicas equal the single-device gradient.
+    const float scale = 1.0f / static_cast<float>(global_rows);
+    const float* out = rep.exec->output(0);
+    const auto* tgt = static_cast<const float*>(rep.targets.get());
+    if (count > 0) {
+      be.loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt, scale,
+              rep.exec->output_grad(0), state_.metric_sums(r));
+      metrics(r, config, count, out, tgt);
+    }
+    rep.exec->backward(pass, state_.grads(r));
+    replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
+    apply_update(be, config.optimizer, iteration, graph_.param_floats(), state_.params(r),
+                 state_.grads(r), state_.slots(r));
+  });
+}
+
+void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
+  const int64_t global_rows = batch.rows;
+  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
+  replicas_.post([this, &batch, &config, global_rows, cols](int r) {
+    Replica& rep = *reps_[static_cast<size_t>(r)];
+    const auto [begin, count] = stage(r, batch, true);
+    if (count == 0) return;
+    Executor::Pass pass;
+    pass.rows = count;
+    pass.global_rows = global_rows;
+    pass.row_offset = begin;
+    pass.params = state_.params(r);
+    pass.state = state_.state(r);
+    pass.ctx = rep.ctx.get();
+    rep.exec->forward(pass);
+    const float* out = rep.exec->output(0);
+    const auto* tgt = static_cast<const float*>(rep.targets.get());
+    replicas_.backend(r).loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt,
+                              0.0f, nullptr, state_.metric_sums(r));
+    metrics(r, config, count, out, tgt);
+  });
+}
+
+void Step::predict(const HostBatch& batch, int k, int64_t width, float* out) {
+  replicas_.run("prediction", state_.iterations + 1, [&](int r) {
+    Replica& rep = *reps_[static_cast<size_t>(r)];
+    const auto [begin, count] = stage(r, batch, false);
+    if (count == 0) return;
+    Executor::Pass pass;
+    pass.rows = count;
+    pass.global_rows = batch.rows;
+    pass.row_offset = begin;
+    pass.params = state_.params(r);
+    pass.state = state_.state(r);
+    pass.ctx = rep.ctx.get();
+    rep.exec->forward(pass);
+    replicas_.backend(r).download(out + begin * width, rep.exec->output(k),
+                                  static_cast<size_t>(count * width) * sizeof(float));
+  });
+}
+
+std::vector<int64_t> Step::rows_last() const {
+  std::vector<int64_t> rows;
+  for (const auto& r : reps_) rows.push_back(r->rows_last);
+  return rows;
+}
+
+}  // namespace mr
