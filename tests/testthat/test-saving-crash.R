@@ -22,7 +22,10 @@ crash_child <- function(backup, out, dev, pkg_dir) {
   cbs <- list(pace)
   if (!is.null(backup)) cbs <- c(list(callback_backup_and_restore(backup, save_freq = 3, delete_checkpoint = FALSE)), cbs)
   fit(model, x, y, batch_size = 16, epochs = 12, callbacks = cbs, verbose = 0)
-  saveRDS(list(w = get_weights(model), iterations = model$optimizer$iterations), out)
+  # Written whole or not at all: a kill may land while the result is written.
+  tmp <- paste0(out, ".partial")
+  saveRDS(list(w = get_weights(model), iterations = model$optimizer$iterations), tmp)
+  file.rename(tmp, out)
 }
 
 test_that("training killed 20 times with SIGKILL resumes to the uninterrupted result", {
