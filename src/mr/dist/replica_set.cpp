@@ -62,8 +62,8 @@ void ReplicaSet::wait(const char* what, int64_t step) {
       const auto* err = dynamic_cast<const Error*>(&e);
       kind = err != nullptr ? err->kind() : ErrorKind::internal;
       message = e.what();
-      where = "replica " + std::to_string(rank) + " (" + devices_[static_cast<size_t>(rank)].name() +
-              ")";
+      where = "replica " + std::to_string(rank) + " (" +
+              devices_[static_cast<size_t>(rank)].name() + ")";
     }
   }
   if (!first) return;

@@ -85,6 +85,20 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
   return {begin, count};
 }
 
+Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
+                          bool training, uint64_t step) {
+  Executor::Pass p;
+  p.rows = count;
+  p.global_rows = global_rows;
+  p.row_offset = begin;
+  p.step = step;
+  p.training = training;
+  p.params = state_.params(rank);
+  p.state = state_.state(rank);
+  p.ctx = reps_[static_cast<size_t>(rank)]->ctx.get();
+  return p;
+}
+
 void Step::metrics(int rank, const CompileConfig& c, int64_t count, const float* out,
                    const float* tgt) {
   const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
@@ -103,16 +117,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
     const auto [begin, count] = stage(r, batch, true);
-    Executor::Pass pass;
-    pass.rows = count;
-    pass.global_rows = global_rows;
-    pass.row_offset = begin;
-    pass.step = step;
-    pass.training = true;
-    pass.params = state_.params(r);
-    pass.state = state_.state(r);
-    pass.ctx = rep.ctx.get();
-    rep.exec->forward(pass);
+    const Executor::Pass ps = pass(r, begin, count, global_rows, true, step);
+    rep.exec->forward(ps);
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
@@ -123,7 +129,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
               rep.exec->output_grad(0), state_.metric_sums(r));
       metrics(r, config, count, out, tgt);
     }
-    rep.exec->backward(pass, state_.grads(r));
+    rep.exec->backward(ps, state_.grads(r));
     replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
     apply_update(be, config.optimizer, iteration, graph_.param_floats(), state_.params(r),
                  state_.grads(r), state_.slots(r));
@@ -137,14 +143,7 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
     if (count == 0) return;
-    Executor::Pass pass;
-    pass.rows = count;
-    pass.global_rows = global_rows;
-    pass.row_offset = begin;
-    pass.params = state_.params(r);
-    pass.state = state_.state(r);
-    pass.ctx = rep.ctx.get();
-    rep.exec->forward(pass);
+    rep.exec->forward(pass(r, begin, count, global_rows, false, 0));
     const float* out = rep.exec->output(0);
     const auto* tgt = static_cast<const float*>(rep.targets.get());
     replicas_.backend(r).loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt,
@@ -158,14 +157,7 @@ void Step::predict(const HostBatch& batch, int k, int64_t width, float* out) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, false);
     if (count == 0) return;
-    Executor::Pass pass;
-    pass.rows = count;
-    pass.global_rows = batch.rows;
-    pass.row_offset = begin;
-    pass.params = state_.params(r);
-    pass.state = state_.state(r);
-    pass.ctx = rep.ctx.get();
-    rep.exec->forward(pass);
+    rep.exec->forward(pass(r, begin, count, batch.rows, false, 0));
     replicas_.backend(r).download(out + begin * width, rep.exec->output(k),
                                   static_cast<size_t>(count * width) * sizeof(float));
   });

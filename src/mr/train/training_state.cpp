@@ -87,8 +87,7 @@ std::vector<float> TrainingState::get_slot(int k, int rank) const {
 
 void TrainingState::set_slot(int k, const std::vector<float>& flat) {
   MR_CHECK(k >= 0 && k < slot_count_, value, "no optimizer slot ", k);
-  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_.param_floats(), shape,
-           "slot size mismatch");
+  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_.param_floats(), shape, "slot size mismatch");
   upload_and_broadcast(flat, [k](Buffers& b) { return b.slots[static_cast<size_t>(k)].get(); });
 }
 
