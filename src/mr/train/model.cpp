@@ -58,6 +58,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
   assign_gpu_ordinals(devices_, options.logical_per_gpu);
   comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
                             &comm_note_);
+  comm_->reserve(graph_->param_floats());  // no collective allocates inside a step
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
   for (size_t i = 0; i < devices_.size(); ++i) {
     auto r = std::make_unique<Replica>();
@@ -65,6 +66,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
     r->device = devices_[i];
     r->be = create_backend(devices_[i], std::max(1, options.threads_per_replica));
     if (options.tf32) r->be->set_tf32(true);
+    r->be->set_wait_limits(WaitLimits{options.collective_timeout, comm_->abort_flag(), nullptr});
     r->exec = std::make_unique<Executor>(*graph_, *r->be);
     r->params = r->be->allocate(bytes);
     r->grads = r->be->allocate(bytes);
@@ -161,6 +163,7 @@ void Model::compile(const CompileConfig& config) {
            "compile() supports models with one output; this model has ", graph_->outputs().size());
   MR_CHECK(out_width > 0, shape, "the model output is empty");
   config_ = config;
+  comm_->reserve(graph_->param_floats());  // no collective allocates inside a step
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
   const int nslots = slot_count(config.optimizer);
   const size_t acc_len = 1 + 2 * config.metrics.size();
