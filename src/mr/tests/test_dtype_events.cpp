@@ -3,6 +3,7 @@
 // error naming it; CPU events are complete as soon as they are recorded.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -109,6 +110,35 @@ TEST(GpuEvents, OrderTheCopyLaneAfterCompute) {
   MR_REQUIRE_GPUS(1);
   auto be = make_cuda_backend(0, 0);
   events_case(*be);
+}
+
+// A host wait on a busy GPU gives up at the deadline (Error timeout naming
+// the device) or at once when the abort flag is set, and succeeds later.
+TEST(GpuEvents, HostWaitsHonourTheDeadlineAndTheAbortFlag) {
+  MR_REQUIRE_GPUS(1);
+  auto be = make_cuda_backend(0, 0);
+  const int64_t n = 8192;
+  auto a = be->allocate(n * n * sizeof(float)), c = be->allocate(n * n * sizeof(float));
+  const auto* ap = static_cast<const float*>(a.get());
+  auto busy = [&] {  // ~10 TFLOP: well over a millisecond on any GPU
+    for (int i = 0; i < 10; ++i)
+      be->gemm(false, false, n, n, n, 1.0f, ap, n, ap, n, 0.0f, static_cast<float*>(c.get()), n);
+  };
+  busy();
+  be->set_wait_limits(WaitLimits{1e-4, nullptr, nullptr});
+  try {
+    be->synchronize();
+    ADD_FAILURE() << "no timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::timeout) << e.what();
+    EXPECT_NE(std::string(e.what()).find("gpu:0"), std::string::npos) << e.what();
+  }
+  std::atomic<bool> abort{true};
+  busy();
+  be->set_wait_limits(WaitLimits{600.0, &abort, nullptr});
+  EXPECT_THROW(be->synchronize(), CollectiveAborted);
+  abort = false;
+  be->synchronize();
 }
 
 }  // namespace

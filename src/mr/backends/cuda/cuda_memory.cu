@@ -176,6 +176,9 @@ CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordin
   alloc_ = std::make_unique<CachingAllocator>(ordinal_);
   pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots, kPinnedDefault);
   status_ = allocate(sizeof(unsigned long long));
+  // Loss and metric partials for batches of up to 1M rows (4096 blocks of
+  // 256 rows, 32 KB), so that no step allocates them.
+  reduction_scratch(4096);
   MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
 }
 
