@@ -163,7 +163,6 @@ void Model::compile(const CompileConfig& config) {
            "compile() supports models with one output; this model has ", graph_->outputs().size());
   MR_CHECK(out_width > 0, shape, "the model output is empty");
   config_ = config;
-  comm_->reserve(graph_->param_floats());  // no collective allocates inside a step
   const auto bytes = static_cast<size_t>(graph_->param_floats()) * sizeof(float);
   const int nslots = slot_count(config.optimizer);
   const size_t acc_len = 1 + 2 * config.metrics.size();
