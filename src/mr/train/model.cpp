@@ -237,6 +237,8 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
 
 void Model::stage(Replica& r, const HostBatch& batch, int64_t begin, int64_t count, bool targets) {
   r.exec->reserve(std::max<int64_t>(count, 1));
+  for (const HostComponent& c : batch.parts)  // pinned staging grows with the batch, like exec
+    r.be->reserve_staging(static_cast<size_t>(count * c.width) * sizeof(float));
   const size_t n_in = graph_->inputs().size();
   for (size_t k = 0; k < n_in; ++k) {
     const HostComponent& c = batch.parts[k];
