@@ -12,11 +12,8 @@ bool cpp_built_with_cuda() { return mr::built_with_cuda(); }
 // [[Rcpp::export]]
 bool cpp_built_with_nccl() { return mr::built_with_nccl(); }
 
-// [[Rcpp::export]]
-int cpp_cuda_device_count() { return mr::cuda_device_count(); }
-
-// [[Rcpp::export]]
-Rcpp::List cpp_cuda_devices() {
+namespace {
+Rcpp::List cuda_devices_list() {
   const std::vector<mr::GpuInfo> gpus = mr::cuda_devices();
   const R_xlen_t n = static_cast<R_xlen_t>(gpus.size());
   Rcpp::IntegerVector index(n);
@@ -34,6 +31,17 @@ Rcpp::List cpp_cuda_devices() {
                             Rcpp::Named("total_memory") = memory,
                             Rcpp::Named("compute_capability") = cc);
 }
+}  // namespace
+
+// [[Rcpp::export]]
+int cpp_cuda_device_count() {
+  return mr_glue::guarded([] { return mr::cuda_device_count(); });
+}
+
+// [[Rcpp::export]]
+Rcpp::List cpp_cuda_devices() {
+  return mr_glue::guarded([] { return cuda_devices_list(); });
+}
 
 // Free and total bytes of CUDA device `ordinal`.
 // [[Rcpp::export]]
@@ -47,7 +55,9 @@ Rcpp::NumericVector cpp_cuda_memory(int ordinal) {
 }
 
 // [[Rcpp::export]]
-std::string cpp_cuda_link(int a, int b) { return mr::cuda_link(a, b); }
+std::string cpp_cuda_link(int a, int b) {
+  return mr_glue::guarded([&] { return mr::cuda_link(a, b); });
+}
 
 // [[Rcpp::export]]
 Rcpp::List cpp_build_info() {

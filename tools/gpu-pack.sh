@@ -1,25 +1,61 @@
 #!/usr/bin/env bash
 # Builds, on the development machine (CUDA toolkit, R, no GPU), everything
 # tools/gpu-check.sh runs on a GPU machine (CUDA driver, CMake and Python with
-# PyTorch, but no R, Eigen, GoogleTest or HDF5), into .gpu/ (ignored by git):
-#   .gpu/bin/   mr_tests, bench_mlp_gpu, bench_allreduce_gpu (CMake, MR_CUDA=ON)
-#   .gpu/lib/   the shared libraries they load that are not CUDA's or glibc's
-#   .gpu/r.tar.xz  R, the installed package (built with CUDA) and testthat,
-#               packed by ../shared/tools/pack-r.sh
-#   .gpu/mnist/ the MNIST files the R suite reads (../shared does not travel)
+# PyTorch, but no R, Eigen, GoogleTest or HDF5), as ONE archive
+# .gpu/gpu.tar.xz (.gpu/ is ignored by git), which unpacks to:
+#   bin/    mr_tests, bench_mlp_gpu, bench_allreduce_gpu (CMake, MR_CUDA=ON)
+#   r/      R, the installed package (built with CUDA) and testthat, as packed
+#           by ../shared/tools/pack-r.sh; r/libs/ holds every shared library
+#           that R, the package AND bin/ load that is not CUDA's or glibc's,
+#           each once (bin/ uses it through LD_LIBRARY_PATH)
+# The MNIST files the R suite reads travel once, inside the installed package
+# (r/site-library/mirrored/extdata/mnist, the same files as ../shared/data/mnist).
+# Every binary and library is stripped of debug information, no file travels
+# twice (pack-r.sh puts libR.so in both home/lib and libs: the libs copy is
+# dropped, home/lib is on the R launcher's LD_LIBRARY_PATH), and the archive is
+# xz-compressed once (-9e with the x86 filter; no archive inside the archive).
+# It prints its size and file count (the device tool carries at most 64 MiB).
+# Where the bytes go (xz'd, 2026-11): R's shared libraries ~21 MB (ICU data
+# alone 7.5 MB; HDF5 and the libcurl/TLS chain it links 6 MB), R's base
+# packages 11.5 MB, testthat and its dependencies plus the package 11 MB (of
+# which MNIST 3.2 MB, already gzip'd), bin/ 0.9 MB.
 # Then, with the device tool: run(command = "bash tools/gpu-check.sh", carry = [".gpu"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
-make --no-print-directory core MR_CUDA=ON
-rm -rf .gpu && mkdir -p .gpu/bin .gpu/lib .gpu/rlib
-cp build/mr_tests build/bench_mlp_gpu build/bench_allreduce_gpu .gpu/bin/
-# CUDA's libraries come from the GPU machine (same major version); glibc too.
-ldd .gpu/bin/* | awk '/=> \//{print $3}' | sort -u |
-  grep -v -E '/usr/local/cuda|/libc\.so|/libm\.so|/libpthread\.so|/libdl\.so|/librt\.so|/ld-linux' |
-  xargs -r cp -L -t .gpu/lib
-R CMD INSTALL --no-test-load --library=.gpu/rlib . >/dev/null
-../shared/tools/pack-r.sh .gpu/r.tar.xz .gpu/rlib testthat
-rm -rf .gpu/rlib
-cp -r ../shared/data/mnist .gpu/mnist
-du -sh .gpu
+exclude=$(git rev-parse --git-path info/exclude)  # a worktree's .git is a file
+mkdir -p "$(dirname "$exclude")"
+grep -qx '/.gpu/' "$exclude" 2>/dev/null || echo '/.gpu/' >>"$exclude"
+LOCK=${BUILD_LOCK:-}
+make --no-print-directory core MR_CUDA=ON BUILD_LOCK="$LOCK"
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/bin" "$stage/r" "$stage/rlib"
+cp build/mr_tests build/bench_mlp_gpu build/bench_allreduce_gpu "$stage/bin/"
+# The package as `make install` built it into .lib (with CUDA: configure finds
+# the toolkit here), so one build serves the R tests here and the pack.
+make --no-print-directory install BUILD_LOCK="$LOCK" >/dev/null
+grep -q 'MR_WITH_CUDA 1' src/mr/build_config.h || { echo "gpu-pack: .lib was built without CUDA (make reinstall)" >&2; exit 1; }
+cp -a .lib/mirrored "$stage/rlib/"
+../shared/tools/pack-r.sh "$stage/r.tar.xz" "$stage/rlib" testthat >/dev/null
+tar -xJf "$stage/r.tar.xz" -C "$stage/r"
+rm -rf "$stage/r.tar.xz" "$stage/rlib"
+# bin/'s libraries join R's in r/libs, without duplicates (CUDA's and glibc's
+# come from the GPU machine).
+ldd "$stage"/bin/* | awk '/=> \//{print $3}' | sort -u |
+  grep -v -E '/usr/local/cuda|/libc\.so|/libm\.so|/libpthread\.so|/libdl\.so|/librt\.so|/ld-linux|/libstdc\+\+|/libgcc_s|/libcuda|/libnccl|/libcublas' |
+  while read -r l; do
+    [ -e "$stage/r/libs/$(basename "$l")" ] || cp -L "$l" "$stage/r/libs/"
+  done
+find "$stage/bin" "$stage/r" -type f \( -name '*.so*' -o -perm -u+x \) -exec sh -c \
+  'for f; do file -b "$f" | grep -q "^ELF" && strip --strip-debug "$f"; done; true' sh {} +
+for l in "$stage"/r/libs/*; do
+  h="$stage/r/home/lib/$(basename "$l")"
+  if [ -f "$h" ] && cmp -s "$l" "$h"; then rm -f "$l"; fi
+done
+# Nothing packed imports these base packages, and nothing compiles there.
+rm -rf "$stage"/r/home/library/{grid,splines,stats4} "$stage/r/share/include"
+test -d "$stage/r/site-library/mirrored/extdata/mnist"
+rm -rf .gpu && mkdir -p .gpu
+tar -C "$stage" --sort=name -c bin r | xz --x86 --lzma2=preset=9e,dict=64MiB -T1 >.gpu/gpu.tar.xz
+files=$(tar -tJf .gpu/gpu.tar.xz | grep -vc '/$')
+echo "gpu-pack: .gpu/gpu.tar.xz $(du -h .gpu/gpu.tar.xz | cut -f1) ($(stat -c %s .gpu/gpu.tar.xz) bytes), $files files"

@@ -16,6 +16,9 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
+#include "core/wait.h"
+
 namespace mr {
 
 enum class DeviceKind { cpu, cuda };
@@ -48,6 +51,22 @@ struct DeviceFree {
 };
 using DeviceBuffer = std::unique_ptr<void, DeviceFree>;
 
+// A point in a backend's op order, made by create_event(): recorded on one of
+// the backend's lanes, waited for by another lane or by another backend of
+// the same kind (a communicator orders its copies or its NCCL stream after
+// the gradients through events, without knowing the backend). Opaque: only
+// backends of the kind that made it look inside.
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+// The queues of a backend. Ops always run on `compute`; `copy` is a second
+// queue for transfers that may overlap compute (a CUDA copy stream). A
+// backend without one (the CPU, whose ops are synchronous) runs copy-lane
+// work at once, in order.
+enum class Lane { compute, copy };
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -68,6 +87,44 @@ class Backend {
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   // Waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+  // How long host waits for this device may take and what stops them (see
+  // core/wait.h): the model sets its collective timeout and the
+  // communicator's abort flag. Every host wait of a backend honours them.
+  void set_wait_limits(const WaitLimits& limits) { limits_ = limits; }
+  const WaitLimits& wait_limits() const { return limits_; }
+  // Sizes host staging so that uploads of up to `bytes` inside a step never
+  // allocate (pinned memory on a GPU). Call outside steps (compile time).
+  virtual void reserve_staging(size_t /*bytes*/) {}
+
+  // ---- events and lanes -----------------------------------------------------
+  // A new event, complete until first recorded.
+  virtual std::unique_ptr<Event> create_event() = 0;
+  // Marks the point after all work issued so far on `lane`.
+  virtual void record_event(Event& e, Lane lane = Lane::compute) = 0;
+  // Later work on `lane` starts after `e` completed; e may come from another
+  // backend of the same kind (another GPU). The host does not wait.
+  virtual void wait_event(const Event& e, Lane lane = Lane::compute) = 0;
+  // True when the work before `e`'s last record has finished (never blocks).
+  virtual bool event_done(const Event& e) = 0;
+  // Host wait for `e`, with this backend's wait limits (deadline, abort).
+  void wait_host(const Event& e, const std::string& what);
+  // dst = src on `lane` (dst and src may be on different devices of this
+  // kind, as peer copies are). Ordered after earlier work on that lane only.
+  virtual void copy_on(Lane lane, void* dst, const void* src, size_t bytes) = 0;
+
+  // ---- dtypes ---------------------------------------------------------------
+  // Whether gemm / the element-wise ops implement `t`; the typed entry points
+  // below throw mr::Error (value) naming the op, the dtype and the device
+  // otherwise. Every backend implements f32.
+  virtual bool gemm_supports(DType t) const { return t == DType::f32; }
+  virtual bool elementwise_supports(DType t) const { return t == DType::f32; }
+  // gemm on typed pointers (a, b inputs of `a.dtype`/`b.dtype`, c of c.dtype).
+  void gemm_typed(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                  TypedPtr a, int64_t lda, TypedPtr b, int64_t ldb, float beta, TypedPtr c,
+                  int64_t ldc);
+  // y += alpha * x on typed pointers.
+  void axpy_typed(int64_t n, float alpha, TypedPtr x, TypedPtr y);
+
   // Lets gemm use TF32 tensor cores (10-bit mantissa inputs: results move by
   // ~1e-3 relative). Off by default; backends without such units ignore it.
   virtual void set_tf32(bool /*on*/) {}
@@ -155,6 +212,9 @@ class Backend {
   // Centered is signalled by a != null; mom may be null when momentum == 0.
   virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
                               float lr, float rho, float momentum, float epsilon, float wd_lr) = 0;
+
+ private:
+  WaitLimits limits_;
 };
 
 }  // namespace mr

@@ -33,10 +33,16 @@ int cuda_device_count();
 std::vector<GpuInfo> cuda_devices();
 // Free and total bytes of CUDA device `ordinal` now (Error(device) if it does not exist).
 void cuda_memory(int ordinal, int64_t* free_bytes, int64_t* total_bytes);
-// How devices a and b exchange data: "NVLink" (peer access with native
-// atomics, which CUDA reports only over NVLink), "PCIe P2P" (peer access) or
-// "PCIe via host" (no peer access); "same device" when a == b.
+// How devices a and b exchange data now: "NVLink" (peer access with native
+// atomics, which CUDA reports only over NVLink) or "PCIe P2P" when peer access
+// is enabled (in both directions), "... (peer access not enabled)" when the
+// topology allows it but no communicator enabled it (or enabling failed),
+// "PCIe via host" when peer access is impossible; "same device" when a == b.
 std::string cuda_link(int a, int b);
+// Enables access from device `from` to device `to`'s memory where the
+// topology allows (idempotent); true when it is enabled. Never throws for a
+// pair without peer support.
+bool cuda_enable_peer_access(int from, int to);
 
 // The backend of logical GPU "gpu:<index>" on CUDA device `ordinal`.
 // Error(device) in a CPU-only build.

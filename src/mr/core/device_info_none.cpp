@@ -17,6 +17,7 @@ void cuda_memory(int ordinal, int64_t*, int64_t*) {
 }
 
 std::string cuda_link(int, int) { return "none"; }
+bool cuda_enable_peer_access(int, int) { return false; }
 
 std::unique_ptr<Backend> make_cuda_backend(int index, int) {
   fail(ErrorKind::device, "gpu:", index,

@@ -1,16 +1,19 @@
 // NCCL all-reduce between the GPU replicas of one process: one communicator per
 // GPU from ncclCommInitAll, each rank driven by its replica's own thread.
-// A collective runs on the rank's communication stream, which first waits on
-// an event recorded on the replica's compute stream (the gradients are
-// ready); the compute stream then waits on the collective's event before the
-// update. Nothing here blocks the host. NCCL's ring reduction leaves every
+// A collective runs on the rank's own NCCL stream, which first waits on an
+// event recorded through the replica's Backend (the gradients are ready); the
+// backend's compute lane then waits on the collective's event before the
+// update. Nothing here blocks the host; the replica's next download polls
+// with the model's deadline and abort flag, so a collective a peer never
+// joins ends as a timeout or an abort, never as a hang. NCCL's ring reduction leaves every
 // rank with bit-identical sums.
 #include <cuda_runtime.h>
 
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_backend.h"  // use_device, MR_CUDA_CALL
+#include "backends/cuda/cuda_event.h"
 #include "build_config.h"
 #include "core/error.h"
 #include "dist/comm_threads.h"
@@ -34,10 +37,12 @@ void nccl_check(ncclResult_t st, const char* call, int ordinal) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(std::vector<int> ordinals, double timeout)
-      : ordinals_(std::move(ordinals)), host_(static_cast<int>(ordinals_.size()), timeout) {
+      : ordinals_(std::move(ordinals)),
+        timeout_(timeout),
+        host_(static_cast<int>(ordinals_.size()), timeout) {
     init();
   }
-  ~NcclCommunicator() override { destroy(); }
+  ~NcclCommunicator() override { destroy(abort_requested()); }
 
   int size() const override { return static_cast<int>(ordinals_.size()); }
   std::string name() const override { return comm_kind_name(CommKind::nccl); }
@@ -58,81 +63,109 @@ class NcclCommunicator final : public Communicator {
   }
   void barrier(int rank) override { host_.barrier(rank); }
 
-  // A failed replica never joins the collectives its peers queued: aborting
-  // the NCCL communicators makes those fail instead of hanging the GPUs.
-  void abort(const std::string& why) override {
-    host_.abort(why);
-    for (Rank& r : ranks_)
-      if (r.comm != nullptr) ncclCommAbort(r.comm);
-    for (Rank& r : ranks_) r.comm = nullptr;
-    aborted_ = true;
-  }
-  void reset() override {
+ protected:
+  // Any thread: only wakes the host waits. A replica thread may be inside
+  // ncclAllReduce on any rank's communicator, and NCCL communicators are not
+  // thread-safe, so nothing NCCL is touched here.
+  void request_abort(const std::string& why) override { host_.abort(why); }
+  // One thread, every replica thread returned: a failed replica never joins
+  // the collectives its peers queued, so those kernels would spin forever;
+  // ncclCommAbort of every rank ends them, then fresh communicators replace
+  // the aborted ones.
+  void finish_abort(bool aborted) override {
     host_.reset();
-    if (aborted_) {
-      destroy();
-      init();
-      aborted_ = false;
-    }
+    if (!aborted) return;
+    destroy(true);
+    init();
   }
 
  private:
   struct Rank {
     int ordinal = 0;
     ncclComm_t comm = nullptr;
-    cudaStream_t stream = nullptr;
-    cudaEvent_t ready = nullptr, done = nullptr;
+    cudaStream_t stream = nullptr;  // NCCL's stream on this GPU
+    // ready: the replica's gradients are complete (recorded on its compute
+    // lane); done: the collective finished (recorded on `stream`).
+    std::unique_ptr<CudaEvent> ready, done;
   };
 
   void init() {
     const int n = static_cast<int>(ordinals_.size());
     std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
     MR_NCCL_CALL(ncclCommInitAll(comms.data(), n, ordinals_.data()), ordinals_.front());
-    ranks_.assign(static_cast<size_t>(n), Rank{});
+    ranks_.clear();
+    ranks_.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       Rank& r = ranks_[static_cast<size_t>(i)];
       r.ordinal = ordinals_[static_cast<size_t>(i)];
       r.comm = comms[static_cast<size_t>(i)];
       use_device(r.ordinal);
       MR_CUDA_CALL(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking), r.ordinal);
-      MR_CUDA_CALL(cudaEventCreateWithFlags(&r.ready, cudaEventDisableTiming), r.ordinal);
-      MR_CUDA_CALL(cudaEventCreateWithFlags(&r.done, cudaEventDisableTiming), r.ordinal);
+      r.ready = std::make_unique<CudaEvent>(r.ordinal);
+      r.done = std::make_unique<CudaEvent>(r.ordinal);
     }
   }
 
-  void destroy() noexcept {
-    for (Rank& r : ranks_) {
-      if (cudaSetDevice(r.ordinal) != cudaSuccess) continue;
-      if (r.stream) cudaStreamSynchronize(r.stream);
-      if (r.comm) ncclCommDestroy(r.comm);
-      if (r.ready) cudaEventDestroy(r.ready);
-      if (r.done) cudaEventDestroy(r.done);
-      if (r.stream) cudaStreamDestroy(r.stream);
-    }
+  // abort: ncclCommAbort first (pending collectives may never complete, and
+  // the abort ends them), else drain the streams then ncclCommDestroy.
+  // Streams are drained by polling within the timeout; a stream that does
+  // not drain is leaked rather than destroyed under work.
+  void destroy(bool abort) noexcept {
+    if (abort) end_comms(true);
+    std::vector<char> drained(ranks_.size(), 0);
+    for (size_t i = 0; i < ranks_.size(); ++i) drained[i] = drain(ranks_[i]);
+    if (!abort) end_comms(false);
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      if (drained[i] && cudaSetDevice(ranks_[i].ordinal) == cudaSuccess)
+        cudaStreamDestroy(ranks_[i].stream);
     ranks_.clear();
   }
+  void end_comms(bool abort) noexcept {
+    for (Rank& r : ranks_)
+      if (r.comm != nullptr && cudaSetDevice(r.ordinal) == cudaSuccess) {
+        if (abort)
+          ncclCommAbort(r.comm);
+        else
+          ncclCommDestroy(r.comm);
+        r.comm = nullptr;
+      }
+  }
+  bool drain(Rank& r) noexcept {
+    if (r.stream == nullptr || cudaSetDevice(r.ordinal) != cudaSuccess) return false;
+    if (cudaEventRecord(r.done->get(), r.stream) != cudaSuccess) return false;
+    try {
+      cuda_wait_event(r.done->get(), r.ordinal, WaitLimits{timeout_, nullptr, nullptr},
+                      "CUDA device " + std::to_string(r.ordinal), "NCCL's stream to drain");
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
 
+  // Orders NCCL's stream after the work the replica issued so far (through
+  // an event of the replica's backend, whatever it is internally).
   Rank& begin(int rank, Backend& be) {
     MR_CHECK(rank >= 0 && rank < size(), internal, "no rank ", rank);
-    auto* cb = dynamic_cast<CudaBackend*>(&be);
-    MR_CHECK(cb != nullptr, device, "the NCCL all-reduce needs GPU replicas, got ", be.name());
+    MR_CHECK(be.kind() == DeviceKind::cuda, device, "the NCCL all-reduce needs GPU replicas, got ",
+             be.name());
+    if (abort_requested()) throw CollectiveAborted("NCCL collective abandoned: aborted");
     Rank& r = ranks_[static_cast<size_t>(rank)];
     MR_CHECK(r.comm != nullptr, internal, "the NCCL communicator was aborted");
     use_device(r.ordinal);
-    MR_CUDA_CALL(cudaEventRecord(r.ready, cb->stream()), r.ordinal);
-    MR_CUDA_CALL(cudaStreamWaitEvent(r.stream, r.ready, 0), r.ordinal);
+    be.record_event(*r.ready, Lane::compute);
+    MR_CUDA_CALL(cudaStreamWaitEvent(r.stream, r.ready->get(), 0), r.ordinal);
     return r;
   }
+  // The replica's later work (the update) waits for the collective.
   void end(Rank& r, Backend& be) {
-    auto& cb = static_cast<CudaBackend&>(be);
-    MR_CUDA_CALL(cudaEventRecord(r.done, r.stream), r.ordinal);
-    MR_CUDA_CALL(cudaStreamWaitEvent(cb.stream(), r.done, 0), r.ordinal);
+    MR_CUDA_CALL(cudaEventRecord(r.done->get(), r.stream), r.ordinal);
+    be.wait_event(*r.done, Lane::compute);
   }
 
   std::vector<int> ordinals_;
+  double timeout_;
   std::vector<Rank> ranks_;
   ThreadCommunicator host_;  // barriers, deadlines and aborts on the host side
-  bool aborted_ = false;
 };
 
 }  // namespace

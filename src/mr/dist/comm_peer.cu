@@ -1,18 +1,20 @@
 // All-reduce by peer copies (cross_device_ops "hierarchical_copy", and the
 // fallback when NCCL cannot be used, e.g. several logical GPUs on one GPU):
 // rank 0 pulls every other rank's buffer and adds it, in rank order, on its
-// own stream; every rank then copies the sum back. Host threads meet at
-// barriers only to exchange pointers and events (with the communicator's
-// deadline); the GPUs order the copies through events, so no host waits for a
-// GPU. Copies between different GPUs go through cudaMemcpyPeerAsync, which
-// CUDA routes over NVLink/PCIe P2P when available and through the host
-// otherwise; on one physical GPU they are plain device copies.
+// compute lane; every rank then copies the sum back on its copy lane. Host
+// threads meet at barriers only to exchange pointers and events (with the
+// communicator's deadline); the GPUs order the copies through Backend events,
+// so no host waits for a GPU and this file never sees a backend's streams.
+// Copies between GPUs are peer copies over NVLink / PCIe P2P where peer access
+// is enabled (the constructor enables it where the topology allows) and go
+// through the host otherwise; on one physical GPU they are device copies.
 #include <cuda_runtime.h>
 
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_backend.h"  // use_device, MR_CUDA_CALL
+#include "core/device_info.h"
 #include "core/error.h"
 #include "dist/comm_threads.h"
 #include "dist/communicator.h"
@@ -25,27 +27,32 @@ class PeerCommunicator final : public Communicator {
  public:
   PeerCommunicator(std::vector<int> ordinals, double timeout)
       : host_(static_cast<int>(ordinals.size()), timeout), ranks_(ordinals.size()) {
-    for (size_t i = 0; i < ranks_.size(); ++i) {
-      Rank& r = ranks_[i];
-      r.ordinal = ordinals[i];
-      use_device(r.ordinal);
-      MR_CUDA_CALL(cudaEventCreateWithFlags(&r.ready, cudaEventDisableTiming), r.ordinal);
-      MR_CUDA_CALL(cudaEventCreateWithFlags(&r.copied, cudaEventDisableTiming), r.ordinal);
-    }
+    for (size_t i = 0; i < ranks_.size(); ++i) ranks_[i].ordinal = ordinals[i];
+    // Rank 0 pulls from everyone and everyone pulls from the root: enable
+    // peer access both ways wherever the topology allows (the link report of
+    // print(strategy) reads the same state through cuda_link()).
+    for (size_t i = 0; i < ranks_.size(); ++i)
+      for (size_t j = 0; j < ranks_.size(); ++j)
+        if (ranks_[i].ordinal != ranks_[j].ordinal)
+          cuda_enable_peer_access(ranks_[i].ordinal, ranks_[j].ordinal);
   }
   ~PeerCommunicator() override {
+    // Events belong to backends that may be gone already: their CUDA events
+    // stay valid after the backend died (CudaEvent owns its cudaEvent_t).
     for (Rank& r : ranks_) {
-      // r.stream belongs to a backend that may be gone already; backends
-      // synchronise their streams before they die.
-      if (cudaSetDevice(r.ordinal) != cudaSuccess) continue;
-      if (r.ready) cudaEventDestroy(r.ready);
-      if (r.copied) cudaEventDestroy(r.copied);
-      if (r.tmp) cudaFree(r.tmp);
+      r.ready.reset();
+      r.copied.reset();
     }
+    for (Scratch& t : scratch_)
+      if (t.p != nullptr && cudaSetDevice(t.ordinal) == cudaSuccess) cudaFree(t.p);
   }
 
   int size() const override { return static_cast<int>(ranks_.size()); }
   std::string name() const override { return comm_kind_name(CommKind::peer); }
+
+  void reserve(int64_t floats) override {
+    if (size() > 1) grow_tmp(static_cast<size_t>(floats) * sizeof(float));
+  }
 
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override {
     if (size() == 1) return;
@@ -54,20 +61,19 @@ class PeerCommunicator final : public Communicator {
     host_.barrier(rank);
     if (rank == 0) {
       // Sum into rank 0's buffer as ((g0 + g1) + g2) + ...: the same order
-      // for every step, whatever the timing.
-      grow_tmp(me, bytes);
+      // for every step, whatever the timing. One scratch buffer, reused in
+      // stream order on rank 0's compute lane.
+      float* tmp = grow_tmp(bytes);
       for (int k = 1; k < size(); ++k) {
         const Rank& src = ranks_[static_cast<size_t>(k)];
-        MR_CUDA_CALL(cudaStreamWaitEvent(me.stream, src.ready, 0), me.ordinal);
-        MR_CUDA_CALL(
-            cudaMemcpyPeerAsync(me.tmp, me.ordinal, src.buf, src.ordinal, bytes, me.stream),
-            me.ordinal);
-        be.axpy(n, 1.0f, static_cast<const float*>(me.tmp), buf);
+        be.wait_event(*src.ready, Lane::compute);
+        be.copy_on(Lane::compute, tmp, src.buf, bytes);
+        be.axpy(n, 1.0f, tmp, buf);
       }
-      MR_CUDA_CALL(cudaEventRecord(me.ready, me.stream), me.ordinal);
+      be.record_event(*me.ready, Lane::compute);
     }
     host_.barrier(rank);
-    pull_from(rank, 0, bytes);
+    pull_from(rank, 0, be, bytes);
   }
 
   void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) override {
@@ -75,70 +81,80 @@ class PeerCommunicator final : public Communicator {
     if (size() == 1) return;
     publish(rank, be, buf);
     host_.barrier(rank);
-    pull_from(rank, root, static_cast<size_t>(n) * sizeof(float));
+    pull_from(rank, root, be, static_cast<size_t>(n) * sizeof(float));
   }
 
   void barrier(int rank) override { host_.barrier(rank); }
-  void abort(const std::string& why) override { host_.abort(why); }
-  void reset() override { host_.reset(); }
+
+ protected:
+  void request_abort(const std::string& why) override { host_.abort(why); }
+  void finish_abort(bool) override { host_.reset(); }
 
  private:
   struct Rank {
     int ordinal = 0;
-    cudaStream_t stream = nullptr;  // the replica's compute stream
-    void* buf = nullptr;            // this collective's buffer
-    cudaEvent_t ready = nullptr;    // buf holds this rank's input (root: the result)
-    cudaEvent_t copied = nullptr;   // this rank has read the result
-    void* tmp = nullptr;            // rank 0: one peer buffer at a time
-    size_t tmp_bytes = 0;
+    float* buf = nullptr;           // this collective's buffer
+    std::unique_ptr<Event> ready;   // buf holds this rank's input (root: the result)
+    std::unique_ptr<Event> copied;  // this rank has read the result
+  };
+  // Rank 0's scratch for one peer buffer; blocks outgrown by a larger
+  // collective stay allocated until the end (freeing one would need the GPU
+  // to be idle), which reserve() at compile time avoids.
+  struct Scratch {
+    int ordinal = 0;
+    void* p = nullptr;
+    size_t bytes = 0;
   };
 
-  // Records that `buf` is ready on the replica's stream; each rank writes only
-  // its own entry, read by others after the next barrier.
+  // Records (on the replica's compute lane) that `buf` is ready; each rank
+  // writes only its own entry, read by others after the next barrier. Events
+  // come from the replica's own backend the first time.
   Rank& publish(int rank, Backend& be, float* buf) {
-    auto* cb = dynamic_cast<CudaBackend*>(&be);
-    MR_CHECK(cb != nullptr, device, "the peer-copy all-reduce needs GPU replicas, got ", be.name());
+    MR_CHECK(be.kind() == DeviceKind::cuda, device,
+             "the peer-copy all-reduce needs GPU replicas, got ", be.name());
     Rank& me = ranks_.at(static_cast<size_t>(rank));
-    use_device(me.ordinal);
-    me.stream = cb->stream();
+    if (!me.ready) {
+      me.ready = be.create_event();
+      me.copied = be.create_event();
+    }
     me.buf = buf;
-    MR_CUDA_CALL(cudaEventRecord(me.ready, me.stream), me.ordinal);
+    be.record_event(*me.ready, Lane::compute);
     return me;
   }
 
-  // Every rank but `root` copies root's buffer once root's ready event fired;
-  // root then waits (on its stream) for all those copies before its buffer
-  // may change again.
-  void pull_from(int rank, int root, size_t bytes) {
+  // Every rank but `root` copies root's buffer on its copy lane once root's
+  // ready event fired (and its own buffer is no longer in use); its compute
+  // lane waits for that copy. Root then waits (on its compute lane) for all
+  // those copies before its buffer may change again.
+  void pull_from(int rank, int root, Backend& be, size_t bytes) {
     Rank& me = ranks_[static_cast<size_t>(rank)];
     const Rank& src = ranks_[static_cast<size_t>(root)];
     if (rank != root) {
-      MR_CUDA_CALL(cudaStreamWaitEvent(me.stream, src.ready, 0), me.ordinal);
-      MR_CUDA_CALL(cudaMemcpyPeerAsync(me.buf, me.ordinal, src.buf, src.ordinal, bytes, me.stream),
-                   me.ordinal);
-      MR_CUDA_CALL(cudaEventRecord(me.copied, me.stream), me.ordinal);
+      be.wait_event(*me.ready, Lane::copy);
+      be.wait_event(*src.ready, Lane::copy);
+      be.copy_on(Lane::copy, me.buf, src.buf, bytes);
+      be.record_event(*me.copied, Lane::copy);
+      be.wait_event(*me.copied, Lane::compute);
     }
     host_.barrier(rank);
     if (rank == root)
       for (int k = 0; k < size(); ++k)
-        if (k != root)
-          MR_CUDA_CALL(cudaStreamWaitEvent(me.stream, ranks_[static_cast<size_t>(k)].copied, 0),
-                       me.ordinal);
+        if (k != root) be.wait_event(*ranks_[static_cast<size_t>(k)].copied, Lane::compute);
   }
 
-  void grow_tmp(Rank& r, size_t bytes) {
-    if (r.tmp_bytes >= bytes) return;
-    // The old block may still be read by queued copies.
-    MR_CUDA_CALL(cudaStreamSynchronize(r.stream), r.ordinal);
-    if (r.tmp) MR_CUDA_CALL(cudaFree(r.tmp), r.ordinal);
-    r.tmp = nullptr;
-    r.tmp_bytes = 0;
-    MR_CUDA_CALL(cudaMalloc(&r.tmp, bytes), r.ordinal);
-    r.tmp_bytes = bytes;
+  float* grow_tmp(size_t bytes) {
+    if (scratch_.empty() || scratch_.back().bytes < bytes) {
+      Scratch t{ranks_.front().ordinal, nullptr, bytes};
+      use_device(t.ordinal);
+      MR_CUDA_CALL(cudaMalloc(&t.p, bytes), t.ordinal);
+      scratch_.push_back(t);
+    }
+    return static_cast<float*>(scratch_.back().p);
   }
 
   ThreadCommunicator host_;
   std::vector<Rank> ranks_;
+  std::vector<Scratch> scratch_;  // the last one is in use
 };
 
 }  // namespace

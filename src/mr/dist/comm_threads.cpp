@@ -33,14 +33,14 @@ void ThreadCommunicator::set_timeout(double seconds) {
   timeout_ = std::chrono::duration<double>(seconds);
 }
 
-void ThreadCommunicator::abort(const std::string& why) {
+void ThreadCommunicator::request_abort(const std::string& why) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!aborted_) abort_reason_ = why;
   aborted_ = true;
   cv_.notify_all();
 }
 
-void ThreadCommunicator::reset() {
+void ThreadCommunicator::finish_abort(bool) {
   std::lock_guard<std::mutex> lock(mu_);
   aborted_ = false;
   abort_reason_.clear();

@@ -20,15 +20,10 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/wait.h"  // CollectiveAborted
 #include "dist/communicator.h"
 
 namespace mr {
-
-// Thrown in ranks woken by abort(): a consequence, never the root cause.
-class CollectiveAborted : public Error {
- public:
-  explicit CollectiveAborted(const std::string& what) : Error(ErrorKind::internal, what) {}
-};
 
 class ThreadCommunicator final : public Communicator {
  public:
@@ -37,14 +32,16 @@ class ThreadCommunicator final : public Communicator {
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override;
   void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) override;
   void barrier(int rank) override { wait_all(rank, "barrier"); }
-  void abort(const std::string& why) override;
-  void reset() override;
   std::string name() const override { return comm_kind_name(CommKind::threads); }
   // The same collectives on host buffers, whatever device the data came from
   // (the host-staged communicator sums its staging buffers with them).
   void all_reduce_host(int rank, float* buf, int64_t n);
   void broadcast_host(int rank, int root, float* buf, int64_t n);
   void set_timeout(double seconds);
+
+ protected:
+  void request_abort(const std::string& why) override;
+  void finish_abort(bool aborted) override;
 
  private:
   // Blocks until all ranks arrived at this point; throws on timeout or abort.

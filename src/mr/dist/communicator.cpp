@@ -36,9 +36,11 @@ class StagedCommunicator final : public Communicator {
     if (rank != root) be.upload(buf, h.data(), static_cast<size_t>(n) * sizeof(float));
   }
   void barrier(int rank) override { inner_.barrier(rank); }
-  void abort(const std::string& why) override { inner_.abort(why); }
-  void reset() override { inner_.reset(); }
   std::string name() const override { return comm_kind_name(CommKind::staged); }
+
+ protected:
+  void request_abort(const std::string& why) override { inner_.abort(why); }
+  void finish_abort(bool) override { inner_.reset(); }
 
  private:
   std::vector<float>& stage(int rank, Backend& be, const float* buf, int64_t n) {

@@ -4,6 +4,7 @@
 // ends with bit-identical values.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -22,12 +23,43 @@ class Communicator {
   // buf becomes root's buf.
   virtual void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) = 0;
   virtual void barrier(int rank) = 0;
-  // Wakes every rank blocked in a collective (they throw), after one replica
-  // failed; reset() readies the communicator again once all ranks stopped.
-  virtual void abort(const std::string& /*why*/) {}
-  virtual void reset() {}
+  // Aborting happens in two halves, because GPU communicators (NCCL) are not
+  // thread-safe and may be inside a collective on every replica thread:
+  // - abort() may be called from any thread (the failing replica's): it only
+  //   requests the abort, setting abort_flag() and waking ranks blocked on
+  //   the host; device waits observe the flag (Backend::set_wait_limits), so
+  //   every rank stops waiting and throws CollectiveAborted;
+  // - reset() is called from one thread once every replica thread has
+  //   returned (Model::wait_all): it performs what the abort needs (e.g.
+  //   ncclCommAbort of every rank, then a fresh communicator) and readies the
+  //   communicator again.
+  void abort(const std::string& why) {
+    abort_requested_.store(true, std::memory_order_release);
+    request_abort(why);
+  }
+  void reset() {
+    finish_abort(abort_requested_.load(std::memory_order_acquire));
+    abort_requested_.store(false, std::memory_order_release);
+  }
+  bool abort_requested() const { return abort_requested_.load(std::memory_order_acquire); }
+  // For WaitLimits::abort.
+  const std::atomic<bool>* abort_flag() const { return &abort_requested_; }
+  // Sizes the communicator's scratch for collectives of up to `floats`
+  // (the flat parameter count), so that no collective allocates. Outside
+  // steps; without it a first larger collective allocates once.
+  virtual void reserve(int64_t /*floats*/) {}
   // What reduces: "NCCL", "thread all-reduce", ... (printed for the user).
   virtual std::string name() const = 0;
+
+ protected:
+  // Wakes ranks blocked on the host; any thread; must not touch state that
+  // a rank inside a collective uses.
+  virtual void request_abort(const std::string& /*why*/) {}
+  // On one thread, no rank inside a collective; `aborted`: abort() was called.
+  virtual void finish_abort(bool /*aborted*/) {}
+
+ private:
+  std::atomic<bool> abort_requested_{false};
 };
 
 // One replica: every collective is the identity.

@@ -23,6 +23,9 @@ ReplicaSet::ReplicaSet(std::vector<DeviceSpec> devices, const PlacementOptions& 
   for (const DeviceSpec& d : devices_) {
     backends_.push_back(create_backend(d, std::max(1, options.threads_per_replica)));
     if (options.tf32) backends_.back()->set_tf32(true);
+    // Device waits give up at the collective deadline or when a peer aborts.
+    backends_.back()->set_wait_limits(
+        WaitLimits{options.collective_timeout, comm_->abort_flag(), nullptr});
     workers_.push_back(std::make_unique<Worker>());
   }
 }

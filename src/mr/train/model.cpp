@@ -31,6 +31,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
       replicas_(std::move(devices), options),
       state_(checked(graph_), replicas_),
       step_(*graph_, replicas_, state_) {
+  replicas_.comm().reserve(graph_->param_floats());  // no collective allocates inside a step
   // Initialised once, on the host, uploaded to the first replica and
   // broadcast; without initialization every replica keeps zeroed buffers.
   if (initialize) {

@@ -54,6 +54,10 @@ void Step::reserve(int64_t global_rows, int64_t target_width) {
   for (int r = 0; r < n; ++r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     rep.exec->reserve(rows);
+    // Host staging for the largest upload of a slice (pinned memory on a GPU).
+    int64_t widest = target_width;
+    for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
+    replicas_.backend(r).reserve_staging(static_cast<size_t>(rows * widest) * sizeof(float));
     const int64_t need = rows * target_width;
     if (need > rep.target_capacity) {
       rep.targets = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));

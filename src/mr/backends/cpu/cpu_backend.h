@@ -29,6 +29,13 @@ class CpuBackend : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void synchronize() override {}
+  // Ops are synchronous: an event is complete as soon as it is recorded and
+  // both lanes are the caller's thread.
+  std::unique_ptr<Event> create_event() override { return std::make_unique<Event>(); }
+  void record_event(Event&, Lane) override {}
+  void wait_event(const Event&, Lane) override {}
+  bool event_done(const Event&) override { return true; }
+  void copy_on(Lane, void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
 
   void fill(int64_t n, float* x, float value) override;
   void axpy(int64_t n, float alpha, const float* x, float* y) override;

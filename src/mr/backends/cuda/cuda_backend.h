@@ -1,7 +1,10 @@
 // The CUDA backend: one per replica ("gpu:<index>"), on CUDA device `ordinal`
 // (several logical GPUs may share one ordinal). Every op is issued on the
 // replica's compute stream and returns without waiting for the GPU; only
-// download() and synchronize() wait. Invariants:
+// download(), synchronize() and oversized uploads wait, and every such wait
+// polls an event within the wait limits (core/wait.h), never a bare stream
+// synchronize. A second stream, the copy lane, carries transfers that may
+// overlap compute (peer copies of the all-reduce). Invariants:
 // - every public method first makes `ordinal` the calling thread's current
 //   device (ops come from the replica's worker thread and from R's thread);
 // - upload() has copied host_src when it returns (into pinned staging memory),
@@ -62,17 +65,23 @@ class CachingAllocator {
 
 // Pinned host memory for uploads: a ring of slots, each reusable once the copy
 // that read it has completed (its event), so uploads never wait for the GPU
-// unless it is a whole ring behind.
+// unless it is a whole ring behind. Slots are allocated up front (and grown
+// by reserve(), outside steps): an upload never allocates or frees pinned
+// memory, since cudaHostAlloc / cudaFreeHost synchronise the whole device.
 class PinnedRing {
  public:
-  PinnedRing(int ordinal, int slots);
+  PinnedRing(int ordinal, int slots, size_t slot_bytes);
   ~PinnedRing();
   PinnedRing(const PinnedRing&) = delete;
   PinnedRing& operator=(const PinnedRing&) = delete;
 
-  // Copies `bytes` of src into the next slot and queues its copy to dst on
-  // `stream`.
-  void upload(cudaStream_t stream, void* dst, const void* src, size_t bytes);
+  size_t slot_bytes() const { return slot_bytes_; }
+  // Grows every slot to at least `bytes` (waits for pending copies first).
+  void reserve(size_t bytes, const WaitLimits& limits, const std::string& who);
+  // Copies `bytes` (<= slot_bytes()) of src into the next slot and queues its
+  // copy to dst on `stream`.
+  void upload(cudaStream_t stream, void* dst, const void* src, size_t bytes,
+              const WaitLimits& limits, const std::string& who);
 
  private:
   struct Slot {
@@ -81,8 +90,12 @@ class PinnedRing {
     cudaEvent_t done = nullptr;
     bool pending = false;
   };
+  void free_slots() noexcept;
+  void alloc_slots(size_t bytes);
+
   int ordinal_;
   std::vector<Slot> slots_;
+  size_t slot_bytes_ = 0;
   size_t next_ = 0;
 };
 
@@ -95,7 +108,6 @@ class CudaBackend final : public Backend {
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string name() const override { return "gpu:" + std::to_string(index_); }
   int ordinal() const { return ordinal_; }
-  cudaStream_t stream() const { return stream_; }
   // TF32 tensor-core math in gemm (off unless asked for: it changes results).
   void set_tf32(bool on) override;
 
@@ -105,6 +117,13 @@ class CudaBackend final : public Backend {
   void download(void* host_dst, const void* src, size_t bytes) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void synchronize() override;
+  void reserve_staging(size_t bytes) override;
+
+  std::unique_ptr<Event> create_event() override;
+  void record_event(Event& e, Lane lane) override;
+  void wait_event(const Event& e, Lane lane) override;
+  bool event_done(const Event& e) override;
+  void copy_on(Lane lane, void* dst, const void* src, size_t bytes) override;
 
   void fill(int64_t n, float* x, float value) override;
   void axpy(int64_t n, float alpha, const float* x, float* y) override;
@@ -157,10 +176,20 @@ class CudaBackend final : public Backend {
  private:
   // Throws if a loss recorded a bad label; called after the stream is idle.
   void check_status();
+  cudaStream_t stream_of(Lane lane) const { return lane == Lane::copy ? copy_stream_ : stream_; }
+  // "gpu:1 (CUDA device 1)", for wait messages.
+  std::string who() const;
+  // Host wait until the compute stream finished everything issued so far.
+  void wait_idle(const char* what);
+  // Both streams idle, within a bounded time; false if that failed.
+  bool drain_noexcept() noexcept;
 
   int index_;
   int ordinal_;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t idle_ = nullptr;                 // recorded by wait_idle()
+  unsigned long long* status_host_ = nullptr;  // pinned: the label word read back
   cublasHandle_t blas_ = nullptr;
   std::unique_ptr<CachingAllocator> alloc_;
   std::unique_ptr<PinnedRing> pinned_;

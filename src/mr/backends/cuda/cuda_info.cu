@@ -85,6 +85,45 @@ void cuda_memory(int ordinal, int64_t* free_bytes, int64_t* total_bytes) {
   *total_bytes = static_cast<int64_t>(t);
 }
 
+namespace {
+// Whether `from` can map `to`'s memory now (cudaDeviceEnablePeerAccess done):
+// CUDA has no query for it, so probe with the enable call itself, which
+// reports "already enabled" without side effects when it is.
+bool peer_enabled(int from, int to) {
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = from;
+  bool enabled = false;
+  if (cudaSetDevice(from) == cudaSuccess) {
+    const cudaError_t st = cudaDeviceEnablePeerAccess(to, 0);
+    cudaGetLastError();  // "already enabled" is reported as an error: clear it
+    // The probe must not enable access as a side effect: undo a fresh enable.
+    if (st == cudaSuccess) cudaDeviceDisablePeerAccess(to);
+    enabled = st == cudaErrorPeerAccessAlreadyEnabled;
+  }
+  cudaSetDevice(current);
+  return enabled;
+}
+}  // namespace
+
+bool cuda_enable_peer_access(int from, int to) {
+  if (from == to) return true;
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || !can) {
+    cudaGetLastError();
+    return false;
+  }
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) current = from;
+  bool enabled = false;
+  if (cudaSetDevice(from) == cudaSuccess) {
+    const cudaError_t st = cudaDeviceEnablePeerAccess(to, 0);
+    enabled = st == cudaSuccess || st == cudaErrorPeerAccessAlreadyEnabled;
+    cudaGetLastError();
+  }
+  cudaSetDevice(current);
+  return enabled;
+}
+
 std::string cuda_link(int a, int b) {
   if (a == b) return "same device";
   int access = 0, atomics = 0;
@@ -94,8 +133,11 @@ std::string cuda_link(int a, int b) {
     cudaGetLastError();
     return "unknown";
   }
-  if (access && atomics) return "NVLink";
-  return access ? "PCIe P2P" : "PCIe via host";
+  if (!access) return "PCIe via host";
+  const std::string kind = atomics ? "NVLink" : "PCIe P2P";
+  // What the copies use is what is enabled, not what the hardware offers.
+  if (peer_enabled(a, b) && peer_enabled(b, a)) return kind;
+  return kind + " capable (peer access not enabled: copies go through the host)";
 }
 
 }  // namespace mr

@@ -1,19 +1,16 @@
-// CUDA backend: status checks, device memory (caching allocator), pinned
-// upload staging, transfers, the backend's life cycle and its factory.
+// CUDA backend: device memory (caching allocator), pinned upload staging,
+// transfers, the backend's life cycle and its factory. Events, host waits and
+// error classification are in cuda_sync.cu.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_event.h"
 #include "core/device_info.h"
 #include "core/error.h"
 
 namespace mr {
-
-void cuda_check(cudaError_t st, const char* call, int ordinal) {
-  if (st == cudaSuccess) return;
-  fail(ErrorKind::device, call, " failed on CUDA device ", ordinal, ": ", cudaGetErrorName(st),
-       " (", cudaGetErrorString(st), ")");
-}
 
 void cublas_check(cublasStatus_t st, const char* call, int ordinal) {
   if (st == CUBLAS_STATUS_SUCCESS) return;
@@ -92,33 +89,58 @@ CachingAllocator::~CachingAllocator() {
 
 // ---- pinned staging -------------------------------------------------------------
 
-PinnedRing::PinnedRing(int ordinal, int slots) : ordinal_(ordinal), slots_(slots) {
+PinnedRing::PinnedRing(int ordinal, int slots, size_t slot_bytes)
+    : ordinal_(ordinal), slots_(static_cast<size_t>(slots)) {
   for (Slot& s : slots_)
     MR_CUDA_CALL(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), ordinal_);
+  alloc_slots(slot_bytes);
 }
 
 PinnedRing::~PinnedRing() {
+  // The backend drained its streams before destroying the ring.
   if (cudaSetDevice(ordinal_) != cudaSuccess) return;
-  for (Slot& s : slots_) {
-    if (s.pending) cudaEventSynchronize(s.done);
+  free_slots();
+  for (Slot& s : slots_)
     if (s.done) cudaEventDestroy(s.done);
-    if (s.host) cudaFreeHost(s.host);
-  }
 }
 
-void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t bytes) {
-  Slot& s = slots_[next_];
-  next_ = (next_ + 1) % slots_.size();
-  if (s.pending) MR_CUDA_CALL(cudaEventSynchronize(s.done), ordinal_);
-  s.pending = false;
-  if (s.capacity < bytes) {
-    if (s.host) MR_CUDA_CALL(cudaFreeHost(s.host), ordinal_);
+void PinnedRing::free_slots() noexcept {
+  for (Slot& s : slots_) {
+    if (s.host) cudaFreeHost(s.host);
     s.host = nullptr;
     s.capacity = 0;
-    const size_t cap = (bytes + (size_t{1} << 16) - 1) >> 16 << 16;
+  }
+  slot_bytes_ = 0;
+}
+
+void PinnedRing::alloc_slots(size_t bytes) {
+  const size_t cap = (bytes + (size_t{1} << 16) - 1) >> 16 << 16;
+  for (Slot& s : slots_) {
     MR_CUDA_CALL(cudaHostAlloc(&s.host, cap, cudaHostAllocPortable), ordinal_);
     s.capacity = cap;
   }
+  slot_bytes_ = cap;
+}
+
+void PinnedRing::reserve(size_t bytes, const WaitLimits& limits, const std::string& who) {
+  if (bytes <= slot_bytes_) return;
+  for (Slot& s : slots_) {
+    if (s.pending) cuda_wait_event(s.done, ordinal_, limits, who, "a staged upload to finish");
+    s.pending = false;
+  }
+  free_slots();
+  alloc_slots(bytes);
+}
+
+void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t bytes,
+                        const WaitLimits& limits, const std::string& who) {
+  MR_CHECK(bytes <= slot_bytes_, internal, "upload of ", bytes, " bytes exceeds the pinned slots");
+  Slot& s = slots_[next_];
+  next_ = (next_ + 1) % slots_.size();
+  if (s.pending)
+    cuda_wait_event(s.done, ordinal_, limits, who,
+                    "a pinned upload slot (the GPU is a ring behind)");
+  s.pending = false;
   std::memcpy(s.host, src, bytes);
   MR_CUDA_CALL(cudaMemcpyAsync(dst, s.host, bytes, cudaMemcpyHostToDevice, stream), ordinal_);
   MR_CUDA_CALL(cudaEventRecord(s.done, stream), ordinal_);
@@ -128,9 +150,12 @@ void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t 
 // ---- the backend ----------------------------------------------------------------
 
 namespace {
-// Uploads up to this size go through the pinned ring; larger ones (whole
-// weight sets) are rare and would keep that much pinned memory alive.
+// Uploads up to the slot size go through the pinned ring; larger ones (whole
+// weight sets, or batches larger than reserve_staging() announced) copy from
+// pageable memory and wait for the compute stream. reserve_staging() grows
+// slots up to kPinnedMax: larger staging would keep too much memory pinned.
 constexpr size_t kPinnedMax = size_t{64} << 20;
+constexpr size_t kPinnedDefault = size_t{1} << 20;
 constexpr int kPinnedSlots = 8;
 }  // namespace
 
@@ -140,18 +165,28 @@ CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordin
            ", but ", count, " CUDA device(s) are visible");
   use_device(ordinal_);
   MR_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ordinal_);
+  MR_CUDA_CALL(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), ordinal_);
+  MR_CUDA_CALL(cudaEventCreateWithFlags(&idle_, cudaEventDisableTiming), ordinal_);
+  MR_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&status_host_), sizeof(unsigned long long),
+                             cudaHostAllocPortable),
+               ordinal_);
   MR_CUBLAS_CALL(cublasCreate(&blas_), ordinal_);
   MR_CUBLAS_CALL(cublasSetStream(blas_, stream_), ordinal_);
   MR_CUBLAS_CALL(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), ordinal_);
   alloc_ = std::make_unique<CachingAllocator>(ordinal_);
-  pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots);
+  pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots, kPinnedDefault);
   status_ = allocate(sizeof(unsigned long long));
+  // Loss and metric partials for batches of up to 1M rows (4096 blocks of
+  // 256 rows, 32 KB), so that no step allocates them.
+  reduction_scratch(4096);
   MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
 }
 
 CudaBackend::~CudaBackend() {
   if (cudaSetDevice(ordinal_) != cudaSuccess) return;
-  if (stream_) cudaStreamSynchronize(stream_);
+  // A failed drain (lost context, hung kernel) leaks rather than freeing
+  // memory the GPU may still use.
+  if (!drain_noexcept()) return;
   if (blas_) cublasDestroy(blas_);
   // Buffers this backend still owns go back to the allocator (members), then
   // the allocator frees everything; the stream must be gone last.
@@ -159,6 +194,9 @@ CudaBackend::~CudaBackend() {
   scratch_.reset();
   pinned_.reset();
   alloc_.reset();
+  if (status_host_) cudaFreeHost(status_host_);
+  if (idle_) cudaEventDestroy(idle_);
+  if (copy_stream_) cudaStreamDestroy(copy_stream_);
   if (stream_) cudaStreamDestroy(stream_);
 }
 
@@ -186,19 +224,24 @@ void CudaBackend::release(void* p) noexcept {
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
   use_device(ordinal_);
-  if (bytes <= kPinnedMax) {
-    pinned_->upload(stream_, dst, host_src, bytes);
+  if (bytes <= pinned_->slot_bytes()) {
+    pinned_->upload(stream_, dst, host_src, bytes, wait_limits(), who());
     return;
   }
   MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_);
-  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+  wait_idle("an upload from pageable memory");
+}
+
+void CudaBackend::reserve_staging(size_t bytes) {
+  use_device(ordinal_);
+  pinned_->reserve(std::min(bytes, kPinnedMax), wait_limits(), who());
 }
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
   use_device(ordinal_);
   if (bytes > 0)
     MR_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_);
-  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+  wait_idle("a download");
   check_status();
 }
 
@@ -209,8 +252,7 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 }
 
 void CudaBackend::synchronize() {
-  use_device(ordinal_);
-  MR_CUDA_CALL(cudaStreamSynchronize(stream_), ordinal_);
+  wait_idle("its queued work (synchronize)");
   check_status();
 }
 
@@ -225,10 +267,15 @@ double* CudaBackend::reduction_scratch(int64_t blocks) {
 void CudaBackend::check_status() {
   if (!status_armed_) return;
   status_armed_ = false;
-  unsigned long long word = 0;
-  MR_CUDA_CALL(cudaMemcpy(&word, status_.get(), sizeof(word), cudaMemcpyDeviceToHost), ordinal_);
+  // Read and reset on the compute stream (non-blocking: the legacy default
+  // stream would not be ordered with it), then poll until the word arrived.
+  MR_CUDA_CALL(cudaMemcpyAsync(status_host_, status_.get(), sizeof(*status_host_),
+                               cudaMemcpyDeviceToHost, stream_),
+               ordinal_);
+  MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(*status_host_), stream_), ordinal_);
+  wait_idle("the bad-label status word");
+  const unsigned long long word = *status_host_;
   if (word == std::numeric_limits<unsigned long long>::max()) return;
-  MR_CUDA_CALL(cudaMemset(status_.get(), 0xFF, sizeof(word)), ordinal_);
   // High word: the row; low word: the label's bits (see cuda_loss.cu).
   const auto row = static_cast<int64_t>(word >> 32);
   const auto bits = static_cast<uint32_t>(word & 0xFFFFFFFFu);
