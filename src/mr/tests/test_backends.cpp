@@ -105,6 +105,30 @@ TEST_F(GpuOps, MemoryIsZeroedAndRoundTrips) {
   EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](float v) { return v == 0.0f; }));
 }
 
+TEST_F(GpuOps, BatchNormOps) {
+  const int64_t rows = 300, cols = 70, n = rows * cols;  // cols: three blocks of 32, one partial
+  const size_t x = p_->put(random_vec(n, 40, -2.0f, 3.0f)), dy = p_->put(random_vec(n, 41));
+  const size_t gamma = p_->put(random_vec(cols, 42)), beta = p_->put(random_vec(cols, 43));
+  const size_t mean = p_->put(std::vector<float>(cols)), var = p_->put(std::vector<float>(cols));
+  const size_t y = p_->put(std::vector<float>(n)), dx = p_->put(std::vector<float>(n));
+  const size_t s1 = p_->put(std::vector<float>(cols)), s2 = p_->put(std::vector<float>(cols));
+  for (Backend* be : {cpu_.get(), dev_.get()}) {
+    const bool c = be == cpu_.get();
+    auto P = [&](size_t i) { return c ? p_->c(i) : p_->d(i); };
+    be->column_moments(rows, cols, P(x), nullptr, 1.0f / rows, P(mean));
+    be->column_moments(rows, cols, P(x), P(mean), 1.0f / rows, P(var));
+    be->batch_norm_forward(rows, cols, P(x), P(mean), P(var), P(gamma), P(beta), 1e-3f, P(y));
+    be->batch_norm_backward_reduce(rows, cols, P(dy), P(x), P(mean), P(var), 1e-3f, P(s1), P(s2));
+    be->batch_norm_backward(rows, cols, P(dy), P(x), P(mean), P(var), P(gamma), 1e-3f, P(s1),
+                            P(s2), 1.0f / rows, P(dx));
+  }
+  for (size_t b : {mean, var, y, s1, s2, dx}) EXPECT_LE(p_->err(b), 1e-5);
+  // No rows: zeros, so an empty replica adds nothing to a collective.
+  dev_->column_moments(0, cols, p_->d(x), nullptr, 1.0f, p_->d(s1));
+  const std::vector<float> z = p_->got(s1);
+  EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float v) { return v == 0.0f; }));
+}
+
 TEST_F(GpuOps, ElementwiseAndBias) {
   const int64_t rows = 37, cols = 300, n = rows * cols;
   const size_t x = p_->put(random_vec(n, 2)), y = p_->put(random_vec(n, 3));
