@@ -35,4 +35,36 @@ void Backend::axpy_typed(int64_t n, float alpha, TypedPtr x, TypedPtr y) {
   axpy(n, alpha, static_cast<const float*>(x.data), static_cast<float*>(y.data));
 }
 
+void Backend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+                              uint32_t stream, int64_t row_offset, const float* x, float* mask,
+                              float* y) {
+  StepScalars s;
+  s.step = step;
+  dropout_forward(rows, cols, rate, seed, stage_scalars(s), stream, row_offset, x, mask, y);
+}
+
+void Backend::sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                         bool nesterov, float wd_lr) {
+  StepScalars s;
+  s.lr = lr;
+  s.wd_lr = wd_lr;
+  sgd_update(n, w, g, m, stage_scalars(s), momentum, nesterov);
+}
+
+void Backend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
+                          float alpha, float beta1, float beta2, float epsilon, float wd_lr) {
+  StepScalars s;
+  s.alpha = alpha;
+  s.wd_lr = wd_lr;
+  adam_update(n, w, g, m, v, vhat, stage_scalars(s), beta1, beta2, epsilon);
+}
+
+void Backend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                             float lr, float rho, float momentum, float epsilon, float wd_lr) {
+  StepScalars s;
+  s.lr = lr;
+  s.wd_lr = wd_lr;
+  rmsprop_update(n, w, g, v, a, mom, stage_scalars(s), rho, momentum, epsilon);
+}
+
 }  // namespace mr

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "core/step_scalars.h"
 #include "core/wait.h"
 
 namespace mr {
@@ -155,9 +156,14 @@ class Backend {
   // mask[i] = 0 or 1/(1-rate), drawn from Philox keyed by (seed, step, stream,
   // row_offset*cols + i) so that the mask of a global row does not depend on
   // which replica computes it; y = x * mask.
-  virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
-                               uint32_t stream, int64_t row_offset, const float* x, float* mask,
-                               float* y) = 0;
+  // The step comes from the device-resident block `s` (core/step_scalars.h).
+  virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
+                               const StepScalars* s, uint32_t stream, int64_t row_offset,
+                               const float* x, float* mask, float* y) = 0;
+  // The same with the step as an argument, for callers without a block
+  // (tests, one-off calls): stages it in the backend's own block first.
+  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+                       uint32_t stream, int64_t row_offset, const float* x, float* mask, float* y);
   // dx = dy * mask (dx may alias dy)
   virtual void multiply(int64_t n, const float* a, const float* b, float* out) = 0;
 
@@ -198,20 +204,36 @@ class Backend {
   // Weight decay first when wd_lr > 0: w -= w * wd_lr (wd_lr = weight_decay * lr).
   // SGD: momentum == 0: w -= lr * g; else m = momentum*m - lr*g and
   //      w += m (nesterov: w += momentum*m - lr*g). m may be null when momentum == 0.
-  virtual void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
-                          bool nesterov, float wd_lr) = 0;
+  // lr and wd_lr come from the device-resident block `s`.
+  virtual void sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
+                          float momentum, bool nesterov) = 0;
   // Adam: m += (g - m)(1-b1); v += (g^2 - v)(1-b2); w -= alpha * m / (sqrt(v) + eps),
   // alpha = lr * sqrt(1 - b2^t) / (1 - b1^t) computed by the caller.
   // amsgrad: vhat = max(vhat, v) and vhat replaces v in the denominator; vhat is
   // null when amsgrad is off.
+  // alpha and wd_lr come from the device-resident block `s`.
   virtual void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
-                           float alpha, float beta1, float beta2, float epsilon, float wd_lr) = 0;
+                           const StepScalars* s, float beta1, float beta2, float epsilon) = 0;
   // RMSprop: v = rho*v + (1-rho) g^2; centered: a = rho*a + (1-rho) g and
   // denom = v - a^2 + eps, else denom = v + eps; inc = lr * g / sqrt(denom);
   // momentum > 0: mom = momentum*mom + inc, w -= mom; else w -= inc.
   // Centered is signalled by a != null; mom may be null when momentum == 0.
+  // lr and wd_lr come from the device-resident block `s`.
   virtual void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
-                              float lr, float rho, float momentum, float epsilon, float wd_lr) = 0;
+                              const StepScalars* s, float rho, float momentum, float epsilon) = 0;
+
+  // The updates with the per-step values as arguments, for callers without
+  // a block (tests, one-off updates): they stage them in the backend's own
+  // block first.
+  void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
+                  bool nesterov, float wd_lr);
+  void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
+                   float alpha, float beta1, float beta2, float epsilon, float wd_lr);
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom, float lr,
+                      float rho, float momentum, float epsilon, float wd_lr);
+  // Writes `s` into the backend's own block (made with the backend) and
+  // returns its device address; ordered like any op.
+  virtual const StepScalars* stage_scalars(const StepScalars& s) = 0;
 
  private:
   WaitLimits limits_;

@@ -55,12 +55,18 @@ void Executor::forward(const Pass& p) {
            capacity_);
   SoloContext solo;
   ReplicaContext& ctx = p.ctx != nullptr ? *p.ctx : solo;
+  const StepScalars* scalars = p.scalars;
+  if (scalars == nullptr && p.training) {
+    StepScalars s;
+    s.step = p.step;
+    scalars = be_.stage_scalars(s);
+  }
   for (int i = 0; i < graph_.size(); ++i) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
     const NodeBuffers& b = buf_[static_cast<size_t>(i)];
     ForwardArgs a{be_,          p.rows,     p.global_rows,
-                  p.row_offset, p.step,     static_cast<uint32_t>(i),
+                  p.row_offset, scalars,    static_cast<uint32_t>(i),
                   p.training,   {},         graph_.in_shapes(i),
                   at(b.out),    {},         {},
                   at(b.aux),    at(b.work), ctx};

@@ -34,6 +34,9 @@ class Executor {
     int64_t global_rows = 0;  // rows of the global batch
     int64_t row_offset = 0;   // global index of the first local row
     uint64_t step = 0;
+    // The step's device-resident values; null: the executor stages one from
+    // `step` in the backend's own block (callers without a step, tests).
+    const StepScalars* scalars = nullptr;
     bool training = false;
     const float* params = nullptr;
     float* state = nullptr;  // written by layers that keep statistics, when training

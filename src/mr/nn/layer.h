@@ -36,11 +36,11 @@ struct WeightSpec {
 
 struct ForwardArgs {
   Backend& be;
-  int64_t rows;         // local batch rows (may be 0)
-  int64_t global_rows;  // rows of the global batch, over every replica
-  int64_t row_offset;   // global index of the first local row
-  uint64_t step;        // global training step, keys dropout masks
-  uint32_t stream;      // unique per node, keys its random numbers
+  int64_t rows;                // local batch rows (may be 0)
+  int64_t global_rows;         // rows of the global batch, over every replica
+  int64_t row_offset;          // global index of the first local row
+  const StepScalars* scalars;  // this step's device-resident values (the step keys masks)
+  uint32_t stream;             // unique per node, keys its random numbers
   bool training;
   std::vector<const float*> in;
   std::vector<Shape> in_shapes;

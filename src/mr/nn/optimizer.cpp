@@ -60,37 +60,47 @@ void validate(const OptimizerConfig& c) {
   MR_CHECK(c.rho >= 0 && c.rho <= 1, value, "rho must be in [0, 1], got ", c.rho);
 }
 
-void apply_update(Backend& be, const OptimizerConfig& c, int64_t iteration, int64_t n,
+StepScalars step_scalars(const OptimizerConfig& c, int64_t iteration) {
+  StepScalars s;
+  s.lr = static_cast<float>(c.learning_rate);
+  s.wd_lr = static_cast<float>(c.weight_decay * c.learning_rate);
+  s.step = static_cast<uint64_t>(iteration);
+  // Keras folds both Adam bias corrections into the step size, in float32
+  // arithmetic on the (iteration + 1)-th step.
+  const double t = static_cast<double>(iteration + 1);
+  const float b1p = static_cast<float>(std::pow(static_cast<float>(c.beta_1), t));
+  const float b2p = static_cast<float>(std::pow(static_cast<float>(c.beta_2), t));
+  s.alpha = s.lr * std::sqrt(1.0f - b2p) / (1.0f - b1p);
+  return s;
+}
+
+void apply_update(Backend& be, const OptimizerConfig& c, const StepScalars* s, int64_t n,
                   float* params, const float* grads, const std::vector<float*>& slots) {
-  const float lr = static_cast<float>(c.learning_rate);
-  const float wd_lr = static_cast<float>(c.weight_decay * c.learning_rate);
   switch (c.kind) {
     case OptimizerConfig::Kind::sgd:
-      be.sgd_update(n, params, grads, slots.empty() ? nullptr : slots[0], lr,
-                    static_cast<float>(c.momentum), c.nesterov, wd_lr);
+      be.sgd_update(n, params, grads, slots.empty() ? nullptr : slots[0], s,
+                    static_cast<float>(c.momentum), c.nesterov);
       return;
     case OptimizerConfig::Kind::adam:
-    case OptimizerConfig::Kind::adamw: {
-      // Keras folds both bias corrections into the step size, in float32
-      // arithmetic on the (iteration + 1)-th step.
-      const double t = static_cast<double>(iteration + 1);
-      const float b1p = static_cast<float>(std::pow(static_cast<float>(c.beta_1), t));
-      const float b2p = static_cast<float>(std::pow(static_cast<float>(c.beta_2), t));
-      const float alpha = lr * std::sqrt(1.0f - b2p) / (1.0f - b1p);
-      be.adam_update(n, params, grads, slots[0], slots[1], c.amsgrad ? slots[2] : nullptr, alpha,
+    case OptimizerConfig::Kind::adamw:
+      be.adam_update(n, params, grads, slots[0], slots[1], c.amsgrad ? slots[2] : nullptr, s,
                      static_cast<float>(c.beta_1), static_cast<float>(c.beta_2),
-                     static_cast<float>(c.epsilon), wd_lr);
+                     static_cast<float>(c.epsilon));
       return;
-    }
     case OptimizerConfig::Kind::rmsprop: {
       size_t k = 1;
       float* mom = c.momentum > 0.0 ? slots[k++] : nullptr;
       float* avg = c.centered ? slots[k++] : nullptr;
-      be.rmsprop_update(n, params, grads, slots[0], avg, mom, lr, static_cast<float>(c.rho),
-                        static_cast<float>(c.momentum), static_cast<float>(c.epsilon), wd_lr);
+      be.rmsprop_update(n, params, grads, slots[0], avg, mom, s, static_cast<float>(c.rho),
+                        static_cast<float>(c.momentum), static_cast<float>(c.epsilon));
       return;
     }
   }
+}
+
+void apply_update(Backend& be, const OptimizerConfig& c, int64_t iteration, int64_t n,
+                  float* params, const float* grads, const std::vector<float*>& slots) {
+  apply_update(be, c, be.stage_scalars(step_scalars(c, iteration)), n, params, grads, slots);
 }
 
 }  // namespace mr

@@ -33,9 +33,16 @@ const char* optimizer_class_name(OptimizerConfig::Kind kind);  // "Adam", "SGD",
 int slot_count(const OptimizerConfig& c);
 std::vector<std::string> slot_names(const OptimizerConfig& c);
 
-// One update of every variable. `iteration` is the number of updates done
-// before this one (Keras' optimizer.iterations); slots point to slot_count()
-// buffers. Validates the hyper-parameters.
+// The per-step values of update `iteration` + 1 (the block the step writes
+// to the device once per step; core/step_scalars.h).
+StepScalars step_scalars(const OptimizerConfig& c, int64_t iteration);
+
+// One update of every variable, the per-step values read from the device
+// block `s`; slots point to slot_count() buffers.
+void apply_update(Backend& be, const OptimizerConfig& c, const StepScalars* s, int64_t n,
+                  float* params, const float* grads, const std::vector<float*>& slots);
+// The same for a caller without a block: `iteration` is the number of
+// updates done before this one (Keras' optimizer.iterations).
 void apply_update(Backend& be, const OptimizerConfig& c, int64_t iteration, int64_t n,
                   float* params, const float* grads, const std::vector<float*>& slots);
 

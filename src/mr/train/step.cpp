@@ -116,12 +116,17 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   const int64_t global_rows = batch.rows;
   const auto step = static_cast<uint64_t>(iteration);
   const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
-  replicas_.post([this, &batch, &config, global_rows, step, iteration, cols](int r) {
+  // This step's values, written once to each replica's device block; every
+  // op of the step reads them there.
+  const StepScalars scalars = step_scalars(config.optimizer, iteration);
+  replicas_.post([this, &batch, &config, global_rows, step, iteration, cols, scalars](int r) {
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
+    be.upload(state_.scalars(r), &scalars, sizeof(scalars));
     const auto [begin, count] = stage(r, batch, true);
-    const Executor::Pass ps = pass(r, begin, count, global_rows, true, step);
+    Executor::Pass ps = pass(r, begin, count, global_rows, true, step);
+    ps.scalars = state_.scalars(r);
     rep.exec->forward(ps);
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
@@ -135,7 +140,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     }
     rep.exec->backward(ps, state_.grads(r));
     replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
-    apply_update(be, config.optimizer, iteration, graph_.param_floats(), state_.params(r),
+    apply_update(be, config.optimizer, state_.scalars(r), graph_.param_floats(), state_.params(r),
                  state_.grads(r), state_.slots(r));
   });
 }

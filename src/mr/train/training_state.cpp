@@ -14,6 +14,7 @@ TrainingState::TrainingState(const Graph& graph, ReplicaSet& replicas)
     b.params = be.allocate(pbytes);
     b.grads = be.allocate(pbytes);
     b.state = be.allocate(sbytes);
+    b.scalars = be.allocate(sizeof(StepScalars));
     buffers_.push_back(std::move(b));
   }
 }

@@ -25,6 +25,10 @@ class TrainingState {
   float* params(int rank) { return f(buffers_[static_cast<size_t>(rank)].params); }
   float* grads(int rank) { return f(buffers_[static_cast<size_t>(rank)].grads); }
   float* state(int rank) { return f(buffers_[static_cast<size_t>(rank)].state); }
+  // The block of per-step values (core/step_scalars.h) of replica `rank`.
+  StepScalars* scalars(int rank) {
+    return static_cast<StepScalars*>(buffers_[static_cast<size_t>(rank)].scalars.get());
+  }
   double* metric_sums(int rank) {
     return static_cast<double*>(buffers_[static_cast<size_t>(rank)].metrics.get());
   }
@@ -57,6 +61,7 @@ class TrainingState {
     DeviceBuffer state{nullptr, DeviceFree{}};
     std::vector<DeviceBuffer> slots;
     DeviceBuffer metrics{nullptr, DeviceFree{}};
+    DeviceBuffer scalars{nullptr, DeviceFree{}};
   };
   static float* f(const DeviceBuffer& b) { return static_cast<float*>(b.get()); }
   std::vector<float> download(const DeviceBuffer& b, int rank, int64_t floats) const;

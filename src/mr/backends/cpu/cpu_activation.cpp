@@ -127,11 +127,11 @@ void CpuBackend::activation_backward(Activation act, int64_t rows, int64_t cols,
 }
 
 void CpuBackend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
-                                 uint64_t step, uint32_t stream, int64_t row_offset, const float* x,
-                                 float* mask, float* y) {
+                                 const StepScalars* s, uint32_t stream, int64_t row_offset,
+                                 const float* x, float* mask, float* y) {
   MR_CHECK(rate >= 0.0f && rate < 1.0f, value, "dropout rate must be in [0, 1), got ", rate);
   MR_CHECK(row_offset >= 0, value, "dropout row_offset must be >= 0, got ", row_offset);
-  const RandomStream rs(seed, step, stream);
+  const RandomStream rs(seed, s->step, stream);
   const float scale = 1.0f / (1.0f - rate);
   // Element (r, c) draws word g of the stream, g = (row_offset + r) * cols + c:
   // the mask of a global row never depends on which replica or member draws it.

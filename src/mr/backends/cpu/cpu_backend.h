@@ -50,7 +50,8 @@ class CpuBackend : public Backend {
   void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
                            const float* y, const float* dy, float* dx) override;
 
-  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+  using Backend::dropout_forward;
+  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, const StepScalars* s,
                        uint32_t stream, int64_t row_offset, const float* x, float* mask,
                        float* y) override;
   void multiply(int64_t n, const float* a, const float* b, float* out) override;
@@ -73,18 +74,28 @@ class CpuBackend : public Backend {
   void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,
               const float* target, double* acc) override;
 
-  void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
-                  bool nesterov, float wd_lr) override;
+  using Backend::adam_update;
+  using Backend::rmsprop_update;
+  using Backend::sgd_update;
+  void sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
+                  float momentum, bool nesterov) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
-                   float alpha, float beta1, float beta2, float epsilon, float wd_lr) override;
-  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom, float lr,
-                      float rho, float momentum, float epsilon, float wd_lr) override;
+                   const StepScalars* s, float beta1, float beta2, float epsilon) override;
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                      const StepScalars* s, float rho, float momentum, float epsilon) override;
+  // Host memory is the device's: the block is a member, written in place
+  // (ops are synchronous, so no op in flight reads an older value).
+  const StepScalars* stage_scalars(const StepScalars& s) override {
+    own_scalars_ = s;
+    return &own_scalars_;
+  }
 
   ThreadTeam& team() { return team_; }
 
  private:
   int index_;
   ThreadTeam team_;
+  StepScalars own_scalars_;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

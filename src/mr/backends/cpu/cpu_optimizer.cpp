@@ -62,8 +62,9 @@ void rmsprop_chunk(int64_t b, int64_t e, float* __restrict w, const float* __res
 
 }  // namespace
 
-void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
-                            bool nesterov, float wd_lr) {
+void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
+                            float momentum, bool nesterov) {
+  const float lr = s->lr, wd_lr = s->wd_lr;
   MR_CHECK(momentum == 0.0f || m != nullptr, internal, "sgd with momentum needs a momentum slot");
   const bool decay = wd_lr > 0.0f, mom = momentum != 0.0f;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
@@ -86,7 +87,8 @@ void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float
 }
 
 void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
-                             float alpha, float beta1, float beta2, float epsilon, float wd_lr) {
+                             const StepScalars* s, float beta1, float beta2, float epsilon) {
+  const float alpha = s->alpha, wd_lr = s->wd_lr;
   const float one_b1 = 1.0f - beta1, one_b2 = 1.0f - beta2;
   const bool decay = wd_lr > 0.0f, ams = vhat != nullptr;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
@@ -102,7 +104,8 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
 }
 
 void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
-                                float lr, float rho, float momentum, float epsilon, float wd_lr) {
+                                const StepScalars* s, float rho, float momentum, float epsilon) {
+  const float lr = s->lr, wd_lr = s->wd_lr;
   MR_CHECK(momentum <= 0.0f || mom != nullptr, internal,
            "rmsprop with momentum needs a momentum slot");
   const float one_rho = 1.0f - rho;

@@ -115,9 +115,9 @@ __global__ void softmax_backward_kernel(int64_t rows, int64_t cols, const float*
 // Thread t handles Philox block b0 + t, i.e. stream words 4b..4b+3 that fall in
 // [base, base + n): word g masks element g - base, as on the CPU.
 __global__ void dropout_kernel(uint64_t base, int64_t n, float rate, float scale, uint64_t seed,
-                               uint64_t step, uint32_t stream, const float* x, float* mask,
-                               float* y) {
-  const RandomStream rs(seed, step, stream);
+                               const StepScalars* __restrict__ s, uint32_t stream, const float* x,
+                               float* mask, float* y) {
+  const RandomStream rs(seed, s->step, stream);  // the step from the device block
   const uint64_t first = base >> 2, last = (base + static_cast<uint64_t>(n) - 1) >> 2;
   for (uint64_t b = first + blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; b <= last;
        b += uint64_t{blockDim.x} * gridDim.x) {
@@ -179,7 +179,7 @@ void CudaBackend::activation_backward(Activation act, int64_t rows, int64_t cols
 }
 
 void CudaBackend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
-                                  uint64_t step, uint32_t stream, int64_t row_offset,
+                                  const StepScalars* s, uint32_t stream, int64_t row_offset,
                                   const float* x, float* mask, float* y) {
   MR_CHECK(rate >= 0.0f && rate < 1.0f, value, "dropout rate must be in [0, 1), got ", rate);
   MR_CHECK(row_offset >= 0, value, "dropout row_offset must be >= 0, got ", row_offset);
@@ -190,7 +190,7 @@ void CudaBackend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64
   const float scale = 1.0f / (1.0f - rate);
   const int64_t nblocks = static_cast<int64_t>(((base + n - 1) >> 2) - (base >> 2) + 1);
   dropout_kernel<<<cuda::blocks_for(nblocks), cuda::kThreads, 0, stream_>>>(
-      base, n, rate, scale, seed, step, stream, x, mask, y);
+      base, n, rate, scale, seed, s, stream, x, mask, y);
   cuda::check_launch("dropout_kernel", ordinal_);
 }
 

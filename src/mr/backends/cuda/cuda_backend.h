@@ -138,7 +138,8 @@ class CudaBackend final : public Backend {
   void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
                            const float* y, const float* dy, float* dx) override;
 
-  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, uint64_t step,
+  using Backend::dropout_forward;
+  void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, const StepScalars* s,
                        uint32_t stream, int64_t row_offset, const float* x, float* mask,
                        float* y) override;
   void multiply(int64_t n, const float* a, const float* b, float* out) override;
@@ -161,12 +162,16 @@ class CudaBackend final : public Backend {
   void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,
               const float* target, double* acc) override;
 
-  void sgd_update(int64_t n, float* w, const float* g, float* m, float lr, float momentum,
-                  bool nesterov, float wd_lr) override;
+  using Backend::adam_update;
+  using Backend::rmsprop_update;
+  using Backend::sgd_update;
+  void sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
+                  float momentum, bool nesterov) override;
   void adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
-                   float alpha, float beta1, float beta2, float epsilon, float wd_lr) override;
-  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom, float lr,
-                      float rho, float momentum, float epsilon, float wd_lr) override;
+                   const StepScalars* s, float beta1, float beta2, float epsilon) override;
+  void rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
+                      const StepScalars* s, float rho, float momentum, float epsilon) override;
+  const StepScalars* stage_scalars(const StepScalars& s) override;
 
   // Block partials of a row reduction (loss, metric): grows on demand.
   double* reduction_scratch(int64_t blocks);
@@ -197,6 +202,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer scratch_{nullptr, DeviceFree{}};
   int64_t scratch_blocks_ = 0;
   DeviceBuffer status_{nullptr, DeviceFree{}};
+  DeviceBuffer own_scalars_{nullptr, DeviceFree{}};  // stage_scalars()' block
   int64_t status_cols_ = 0;    // cols of the last sparse loss, for the message
   bool status_armed_ = false;  // a sparse loss ran since the last check
 };

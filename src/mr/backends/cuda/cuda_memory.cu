@@ -176,6 +176,7 @@ CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordin
   alloc_ = std::make_unique<CachingAllocator>(ordinal_);
   pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots, kPinnedDefault);
   status_ = allocate(sizeof(unsigned long long));
+  own_scalars_ = allocate(sizeof(StepScalars));
   // Loss and metric partials for batches of up to 1M rows (4096 blocks of
   // 256 rows, 32 KB), so that no step allocates them.
   reduction_scratch(4096);
@@ -191,6 +192,7 @@ CudaBackend::~CudaBackend() {
   // Buffers this backend still owns go back to the allocator (members), then
   // the allocator frees everything; the stream must be gone last.
   status_.reset();
+  own_scalars_.reset();
   scratch_.reset();
   pinned_.reset();
   alloc_.reset();
@@ -204,6 +206,12 @@ void CudaBackend::set_tf32(bool on) {
   use_device(ordinal_);
   MR_CUBLAS_CALL(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  ordinal_);
+}
+
+const StepScalars* CudaBackend::stage_scalars(const StepScalars& s) {
+  // Stream-ordered: ops queued before read the old value, ops after the new.
+  upload(own_scalars_.get(), &s, sizeof(s));
+  return static_cast<const StepScalars*>(own_scalars_.get());
 }
 
 DeviceBuffer CudaBackend::allocate(size_t bytes) {

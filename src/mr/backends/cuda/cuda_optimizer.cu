@@ -9,9 +9,12 @@ namespace mr {
 
 namespace {
 
+// Per-step values come from the device block (core/step_scalars.h), read once
+// per thread.
 __global__ void sgd_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
-                           float* __restrict__ m, float lr, float momentum, bool nesterov,
-                           float wd_lr) {
+                           float* __restrict__ m, const StepScalars* __restrict__ s, float momentum,
+                           bool nesterov) {
+  const float lr = s->lr, wd_lr = s->wd_lr;
   const bool with_m = momentum != 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -24,7 +27,9 @@ __global__ void sgd_kernel(int64_t n, float* __restrict__ w, const float* __rest
 
 __global__ void adam_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
                             float* __restrict__ m, float* __restrict__ v, float* __restrict__ vhat,
-                            float alpha, float one_b1, float one_b2, float epsilon, float wd_lr) {
+                            const StepScalars* __restrict__ s, float one_b1, float one_b2,
+                            float epsilon) {
+  const float alpha = s->alpha, wd_lr = s->wd_lr;
   const bool ams = vhat != nullptr;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -40,8 +45,9 @@ __global__ void adam_kernel(int64_t n, float* __restrict__ w, const float* __res
 
 __global__ void rmsprop_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
                                float* __restrict__ v, float* __restrict__ a,
-                               float* __restrict__ mom, float lr, float rho, float one_rho,
-                               float momentum, float epsilon, float wd_lr) {
+                               float* __restrict__ mom, const StepScalars* __restrict__ s,
+                               float rho, float one_rho, float momentum, float epsilon) {
+  const float lr = s->lr, wd_lr = s->wd_lr;
   const bool centered = a != nullptr, with_mom = momentum > 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -57,34 +63,34 @@ __global__ void rmsprop_kernel(int64_t n, float* __restrict__ w, const float* __
 
 }  // namespace
 
-void CudaBackend::sgd_update(int64_t n, float* w, const float* g, float* m, float lr,
-                             float momentum, bool nesterov, float wd_lr) {
+void CudaBackend::sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
+                             float momentum, bool nesterov) {
   MR_CHECK(momentum == 0.0f || m != nullptr, internal, "sgd with momentum needs a momentum slot");
   if (n <= 0) return;
   use_device(ordinal_);
-  sgd_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(n, w, g, m, lr, momentum,
-                                                                  nesterov, wd_lr);
+  sgd_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(n, w, g, m, s, momentum,
+                                                                  nesterov);
   cuda::check_launch("sgd_kernel", ordinal_);
 }
 
 void CudaBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
-                              float alpha, float beta1, float beta2, float epsilon, float wd_lr) {
+                              const StepScalars* s, float beta1, float beta2, float epsilon) {
   if (n <= 0) return;
   use_device(ordinal_);
   adam_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(
-      n, w, g, m, v, vhat, alpha, 1.0f - beta1, 1.0f - beta2, epsilon, wd_lr);
+      n, w, g, m, v, vhat, s, 1.0f - beta1, 1.0f - beta2, epsilon);
   cuda::check_launch("adam_kernel", ordinal_);
 }
 
 void CudaBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a,
-                                 float* mom, float lr, float rho, float momentum, float epsilon,
-                                 float wd_lr) {
+                                 float* mom, const StepScalars* s, float rho, float momentum,
+                                 float epsilon) {
   MR_CHECK(momentum <= 0.0f || mom != nullptr, internal,
            "rmsprop with momentum needs a momentum slot");
   if (n <= 0) return;
   use_device(ordinal_);
   rmsprop_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(
-      n, w, g, v, a, mom, lr, rho, 1.0f - rho, momentum, epsilon, wd_lr);
+      n, w, g, v, a, mom, s, rho, 1.0f - rho, momentum, epsilon);
   cuda::check_launch("rmsprop_kernel", ordinal_);
 }
 

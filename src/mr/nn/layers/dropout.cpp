@@ -30,8 +30,8 @@ class Dropout final : public Layer {
       copy_floats(a.be, a.rows * cols, a.in[0], a.out);
       return;
     }
-    a.be.dropout_forward(a.rows, cols, rate_, seed_, a.step, a.stream, a.row_offset, a.in[0], a.aux,
-                         a.out);
+    a.be.dropout_forward(a.rows, cols, rate_, seed_, a.scalars, a.stream, a.row_offset, a.in[0],
+                         a.aux, a.out);
   }
   void backward(const BackwardArgs& a) const override {
     if (a.d_in[0] == nullptr || a.rows == 0) return;
