@@ -27,11 +27,22 @@ namespace mr {
 // live in the parameter buffer (gradients, optimizer slots, all-reduce);
 // non-trainable ones (moving statistics) in the state buffer, which neither
 // the optimizer nor the gradient all-reduce touches.
+// What Keras attaches to a weight through its layer's config
+// ("<weight>_regularizer", "<weight>_constraint"), kept as the Keras configs
+// (null: none). Layer files only pass them through (ConfigReader::
+// weight_options, write_weight_options); implementing them touches the step,
+// not the layers. Today ConfigReader accepts null only.
+struct WeightOptions {
+  Json regularizer;
+  Json constraint;
+};
+
 struct WeightSpec {
   std::string name;  // "kernel", "bias", "moving_mean"
   Shape shape;
   Initializer init;
   bool trainable = true;
+  WeightOptions options = {};
 };
 
 struct ForwardArgs {

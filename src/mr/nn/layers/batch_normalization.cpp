@@ -36,9 +36,8 @@ class BatchNormalization final : public Layer {
     gamma_init_ = r.initializer("gamma_initializer", "ones", 1);
     mean_init_ = r.initializer("moving_mean_initializer", "zeros", 2);
     var_init_ = r.initializer("moving_variance_initializer", "ones", 3);
-    for (const char* k :
-         {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
-      r.must_be_null(k);
+    beta_opt_ = r.weight_options("beta");
+    gamma_opt_ = r.weight_options("gamma");
     synchronized_ = r.boolean("synchronized", false);
     r.must_equal("renorm", false);
     r.must_be_null("renorm_clipping");
@@ -56,8 +55,8 @@ class BatchNormalization final : public Layer {
   std::vector<WeightSpec> weights(const std::vector<Shape>& in) const override {
     const Shape c{in[0].last()};
     std::vector<WeightSpec> w;
-    if (scale_) w.push_back({"gamma", c, gamma_init_, true});
-    if (center_) w.push_back({"beta", c, beta_init_, true});
+    if (scale_) w.push_back({"gamma", c, gamma_init_, true, gamma_opt_});
+    if (center_) w.push_back({"beta", c, beta_init_, true, beta_opt_});
     w.push_back({"moving_mean", c, mean_init_, false});
     w.push_back({"moving_variance", c, var_init_, false});
     return w;
@@ -154,9 +153,7 @@ class BatchNormalization final : public Layer {
     c["gamma_initializer"] = initializer_to_keras(gamma_init_);
     c["moving_mean_initializer"] = initializer_to_keras(mean_init_);
     c["moving_variance_initializer"] = initializer_to_keras(var_init_);
-    for (const char* k :
-         {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
-      c[k] = nullptr;
+    write_weight_options(c, {{"beta", &beta_opt_}, {"gamma", &gamma_opt_}});
     c["synchronized"] = synchronized_;
     c["renorm"] = false;
     c["renorm_clipping"] = nullptr;
@@ -178,6 +175,7 @@ class BatchNormalization final : public Layer {
   double momentum_ = 0.99, epsilon_ = 1e-3, renorm_momentum_ = 0.99;
   bool center_ = true, scale_ = true, synchronized_ = false;
   Initializer beta_init_, gamma_init_, mean_init_, var_init_;
+  WeightOptions beta_opt_, gamma_opt_;
 };
 
 }  // namespace

@@ -15,9 +15,9 @@ class Dense final : public Layer {
     use_bias_ = r.boolean("use_bias", true);
     kinit_ = r.initializer("kernel_initializer", "glorot_uniform", 0);
     binit_ = r.initializer("bias_initializer", "zeros", 1);
-    for (const char* k :
-         {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-          "bias_constraint", "lora_rank", "lora_alpha", "quantization_config"})
+    kopt_ = r.weight_options("kernel");
+    bopt_ = r.weight_options("bias");
+    for (const char* k : {"activity_regularizer", "lora_rank", "lora_alpha", "quantization_config"})
       r.must_be_null(k);
   }
   const char* class_name() const override { return "Dense"; }
@@ -30,8 +30,8 @@ class Dense final : public Layer {
     return Shape(d);
   }
   std::vector<WeightSpec> weights(const std::vector<Shape>& in) const override {
-    std::vector<WeightSpec> w{{"kernel", Shape{in[0].last(), units_}, kinit_, true}};
-    if (use_bias_) w.push_back({"bias", Shape{units_}, binit_, true});
+    std::vector<WeightSpec> w{{"kernel", Shape{in[0].last(), units_}, kinit_, true, kopt_}};
+    if (use_bias_) w.push_back({"bias", Shape{units_}, binit_, true, bopt_});
     return w;
   }
   // The pre-activation z is kept when the activation needs it for backward.
@@ -72,9 +72,8 @@ class Dense final : public Layer {
     c["use_bias"] = use_bias_;
     c["kernel_initializer"] = initializer_to_keras(kinit_);
     c["bias_initializer"] = initializer_to_keras(binit_);
-    for (const char* k : {"kernel_regularizer", "bias_regularizer", "kernel_constraint",
-                          "bias_constraint", "quantization_config"})
-      c[k] = nullptr;
+    write_weight_options(c, {{"kernel", &kopt_}, {"bias", &bopt_}});
+    c["quantization_config"] = nullptr;
     return c;
   }
 
@@ -84,6 +83,7 @@ class Dense final : public Layer {
   Activation act_ = Activation::linear;
   bool use_bias_ = true;
   Initializer kinit_, binit_;
+  WeightOptions kopt_, bopt_;
 };
 
 }  // namespace

@@ -114,6 +114,22 @@ uint64_t ConfigReader::seed(const char* key, bool* given) {
   return v->get<uint64_t>();
 }
 
+WeightOptions ConfigReader::weight_options(const char* weight) {
+  WeightOptions o;
+  const std::string reg = std::string(weight) + "_regularizer";
+  const std::string con = std::string(weight) + "_constraint";
+  must_be_null(reg.c_str());  // regularizers and constraints are not implemented yet
+  must_be_null(con.c_str());
+  return o;
+}
+
+void write_weight_options(
+    Json& config, const std::vector<std::pair<const char*, const WeightOptions*>>& weights) {
+  for (const auto& w : weights)
+    config[std::string(w.first) + "_regularizer"] = w.second->regularizer;
+  for (const auto& w : weights) config[std::string(w.first) + "_constraint"] = w.second->constraint;
+}
+
 void ConfigReader::must_be_null(const char* key) {
   const Json* v = get(key);
   if (v != nullptr && !v->is_null()) bad(key, "null (the option is not supported yet)");

@@ -9,10 +9,13 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/json.h"
 #include "nn/initializer.h"
+#include "nn/layer.h"
 
 namespace mr {
 
@@ -36,6 +39,8 @@ class ConfigReader {
   Initializer initializer(const char* key, const char* def, int k);
   // A seed option: the config's integer, else one derived from the layer's.
   uint64_t seed(const char* key, bool* given);
+  // "<weight>_regularizer" and "<weight>_constraint" of weight `weight`.
+  WeightOptions weight_options(const char* weight);
   // Options mirrored does not implement: absent, null, or equal to `def`.
   void must_be_null(const char* key);
   void must_equal(const char* key, const Json& def);
@@ -59,6 +64,11 @@ class ConfigReader {
 
 // name, trainable and the float32 dtype policy, as every layer's config starts.
 Json base_config(const std::string& name);
+
+// Writes the weights' options in Keras' order: every "<weight>_regularizer",
+// then every "<weight>_constraint".
+void write_weight_options(Json& config,
+                          const std::vector<std::pair<const char*, const WeightOptions*>>& weights);
 
 Activation activation_from_name(const std::string& name);
 const char* activation_name(Activation act);
