@@ -54,6 +54,9 @@ for l in "$stage"/r/libs/*; do
 done
 # Nothing packed imports these base packages, and nothing compiles there.
 rm -rf "$stage"/r/home/library/{grid,splines,stats4} "$stage/r/share/include"
+# Help pages, HTML and manuals of every packed package (the GPU run reads none).
+find "$stage/r" -type d -path '*library/*' \( -name help -o -name html -o -name doc \) -prune \
+  -exec rm -rf {} +
 test -d "$stage/r/site-library/mirrored/extdata/mnist"
 rm -rf .gpu && mkdir -p .gpu
 tar -C "$stage" --sort=name -c bin r | xz --x86 --lzma2=preset=9e,dict=64MiB -T1 >.gpu/gpu.tar.xz
