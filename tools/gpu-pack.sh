@@ -15,10 +15,10 @@
 # dropped, home/lib is on the R launcher's LD_LIBRARY_PATH), and the archive is
 # xz-compressed once (-9e with the x86 filter; no archive inside the archive).
 # It prints its size and file count (the device tool carries at most 64 MiB).
-# Where the bytes go (xz'd, 2026-11): R's shared libraries ~21 MB (ICU data
-# alone 7.5 MB; HDF5 and the libcurl/TLS chain it links 6 MB), R's base
-# packages 11.5 MB, testthat and its dependencies plus the package 11 MB (of
-# which MNIST 3.2 MB, already gzip'd), bin/ 0.9 MB.
+# Where the bytes go (xz'd, 2026-11-23, 36.3 MB in all): R's shared libraries
+# ~15 MB (ICU data 1.7 MB once trimmed; HDF5 and the libcurl/TLS chain it links
+# 6 MB), R's base packages 11.5 MB, testthat and its dependencies plus the
+# package 11 MB (of which MNIST 3.2 MB, already gzip'd), bin/ 1 MB.
 # Then, with the device tool: run(command = "bash tools/gpu-check.sh", carry = [".gpu"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +54,29 @@ for l in "$stage"/r/libs/*; do
 done
 # Nothing packed imports these base packages, and nothing compiles there.
 rm -rf "$stage"/r/home/library/{grid,splines,stats4} "$stage/r/share/include"
+# R's internet module: download.file(), which the suite's download check
+# uses (pack-r.sh leaves it out; its libcurl is packed already).
+cp "$(R RHOME)/modules/internet.so" "$stage/r/home/modules/"
+# ICU's data (31 MB, 7.5 MB of the archive) trimmed to what R uses it for,
+# collation (with normalization and character properties): locale display
+# names, currencies, time zones, units, number spellings, transliterators,
+# break iterators and charset converters go (R converts with iconv). Checked:
+# sort() under C.UTF-8 (ICU's root collator), methods loads, the R suite
+# passes. Needs icupkg and genccode (Debian: icu-devtools).
+icu=$(find "$stage/r/libs" -name 'libicudata.so.*' | head -1)
+if [ -n "$icu" ]; then
+  command -v icupkg >/dev/null && command -v genccode >/dev/null ||
+    { echo "gpu-pack: needs icupkg and genccode (apt-get install icu-devtools)" >&2; exit 1; }
+  ver=$(basename "$icu" | sed 's/^libicudata\.so\.\([0-9]*\).*/\1/')
+  w=$(mktemp -d)
+  objcopy -O binary --only-section=.rodata "$icu" "$w/icudt${ver}l.dat"
+  icupkg -l "$w/icudt${ver}l.dat" |
+    grep -E '^(curr|lang|region|unit|zone|rbnf|translit|brkitr)/|\.cnv$' >"$w/drop.txt"
+  (cd "$w" && icupkg -r drop.txt --ignore-deps "icudt${ver}l.dat" >/dev/null &&
+    genccode -e "icudt${ver}" -a gcc -d . "icudt${ver}l.dat" >/dev/null &&
+    gcc -shared -o "$icu" ./*.S -Wl,-soname,"$(basename "$icu")")
+  rm -rf "$w"
+fi
 # Help pages, HTML and manuals of every packed package (the GPU run reads none).
 find "$stage/r" -type d -path '*library/*' \( -name help -o -name html -o -name doc \) -prune \
   -exec rm -rf {} +
