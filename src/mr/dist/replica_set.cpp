@@ -25,7 +25,7 @@ ReplicaSet::ReplicaSet(std::vector<DeviceSpec> devices, const PlacementOptions& 
     if (options.tf32) backends_.back()->set_tf32(true);
     // Device waits give up at the collective deadline or when a peer aborts.
     backends_.back()->set_wait_limits(
-        WaitLimits{options.collective_timeout, comm_->abort_flag(), nullptr});
+        WaitLimits{options.collective_timeout, comm_->abort_flag(), &interrupt_});
     workers_.push_back(std::make_unique<Worker>());
   }
 }
@@ -47,7 +47,34 @@ void ReplicaSet::post(std::function<void(int)> job) {
   }
 }
 
-void ReplicaSet::wait(const char* what, int64_t step) {
+bool ReplicaSet::wait(const char* what, int64_t step, const std::function<bool()>& interrupted) {
+  if (interrupted) {
+    // A healthy step finishes within the grace period and the caller stops at
+    // its boundary with every replica intact; only a step still running after
+    // it (stuck in a collective or on a device) is stopped.
+    constexpr double kGraceSeconds = 5.0;
+    bool seen = false;
+    auto seen_at = std::chrono::steady_clock::now();
+    for (auto& w : workers_) {
+      while (!w->wait_for(0.05)) {
+        if (!seen && interrupted()) {
+          seen = true;
+          seen_at = std::chrono::steady_clock::now();
+        }
+        if (seen && !interrupt_.load(std::memory_order_relaxed) &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - seen_at).count() >
+                kGraceSeconds) {
+          interrupt_.store(true, std::memory_order_release);
+          comm_->abort("interrupted by the user");
+        }
+      }
+    }
+    if (seen && !interrupt_.load()) {
+      wait(what, step);  // the step completed: report its own failure, if any
+      return true;
+    }
+  }
+  const bool was_interrupted = interrupt_.exchange(false);
   // Wait for every replica before reporting. The error reported is the root
   // cause: a replica woken by an abort only says that a peer failed.
   std::exception_ptr first;
@@ -69,8 +96,14 @@ void ReplicaSet::wait(const char* what, int64_t step) {
               devices_[static_cast<size_t>(rank)].name() + ")";
     }
   }
-  if (!first) return;
+  if (!first) {
+    if (was_interrupted) comm_->reset();  // the abort found nobody waiting
+    return was_interrupted;
+  }
   comm_->reset();
+  if (was_interrupted)
+    fail(ErrorKind::interrupted, "interrupted during ", what, " at step ", step, " (", where, ": ",
+         message, ")");
   fail(kind, where, " failed during ", what, " at step ", step, ": ", message);
 }
 

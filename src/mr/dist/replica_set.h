@@ -9,6 +9,7 @@
 // after every replica's job returned, so no job outlives the call.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -53,7 +54,12 @@ class ReplicaSet {
   void post(std::function<void(int rank)> job);
   // Waits for every replica; a failure throws mr::Error of the root cause's
   // kind: "replica <r> (<device>) failed during <what> at step <step>: ...".
-  void wait(const char* what, int64_t step);
+  // While replicas work, `interrupted` (when given) is polled on the calling
+  // thread; once it says true, replicas blocked in a collective or in a
+  // device wait stop (the communicator is aborted, the backends' interrupt
+  // flag set), a step that fails then throws Error(interrupted), and one that
+  // completes anyway returns true: the caller stops at this step boundary.
+  bool wait(const char* what, int64_t step, const std::function<bool()>& interrupted = nullptr);
   void run(const char* what, int64_t step, const std::function<void(int rank)>& job) {
     post(job);
     wait(what, step);
@@ -71,6 +77,8 @@ class ReplicaSet {
   std::vector<DeviceSpec> devices_;
   std::unique_ptr<Communicator> comm_;
   std::string comm_note_;
+  // The backends' device waits stop when this is set (WaitLimits::interrupt).
+  std::atomic<bool> interrupt_{false};
   std::vector<std::unique_ptr<Backend>> backends_;
   // Declared last so that they are destroyed first: threads stop before the
   // backends their jobs use.

@@ -1,5 +1,7 @@
 #include "dist/worker.h"
 
+#include <chrono>
+
 #include "core/error.h"
 #include "core/fp_mode.h"
 
@@ -34,6 +36,11 @@ void Worker::wait() {
     error_ = nullptr;
   }
   if (err) std::rethrow_exception(err);
+}
+
+bool Worker::wait_for(double seconds) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::duration<double>(seconds), [this] { return !busy_; });
 }
 
 void Worker::loop() {

@@ -23,6 +23,9 @@ class Worker {
   void post(std::function<void()> job);
   // Waits for the job in flight, then rethrows its exception, if any.
   void wait();
+  // Waits at most `seconds` for the job in flight; true when none is (then
+  // wait() returns at once).
+  bool wait_for(double seconds);
   std::thread::id id() const { return thread_.get_id(); }
 
  private:

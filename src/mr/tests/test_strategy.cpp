@@ -234,5 +234,44 @@ TEST(Strategy, AFailingReplicaIsReportedAndNothingHangsOrLeaks) {
   EXPECT_EQ(thread_count(), before);
 }
 
+// An interrupt seen while replicas work: a healthy step finishes and the
+// caller stops at its boundary; a step stuck in a collective past the grace
+// period (5 s) is stopped with Error(interrupted), long before its deadline,
+// and the model trains again afterwards.
+TEST(Strategy, AnInterruptStopsAtTheStepBoundaryOrUnsticksACollective) {
+  std::vector<DeviceSpec> devs{{DeviceKind::cpu, 0}, {DeviceKind::cpu, 1}};
+  Model m(mlp(0.0), devs, 1, 120.0);
+  CompileConfig c;
+  c.loss.from_logits = true;
+  m.compile(c);
+  const auto d = data(10);
+  HostBatch b;
+  b.rows = 10;
+  b.parts = {HostComponent{d->parts[0].data(), 12}, HostComponent{d->parts[1].data(), 1}};
+  m.inject_fault(1, 1, Model::Fault::stall, 0.3);  // a slow but healthy step
+  m.start_train_step(b);
+  EXPECT_TRUE(m.finish_step([] { return true; }));
+  EXPECT_EQ(m.iterations(), 1);
+  EXPECT_EQ(m.get_params(0), m.get_params(1));
+
+  m.inject_fault(1, 2, Model::Fault::stall, 6.0);  // replica 0 waits in the all-reduce
+  const auto t0 = std::chrono::steady_clock::now();
+  m.start_train_step(b);
+  try {
+    m.finish_step([] { return true; });
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::interrupted) << e.what();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 20.0);  // the stalled replica's 6 s, not the 120 s deadline
+  EXPECT_EQ(m.iterations(), 1);
+  EXPECT_EQ(m.get_params(0), m.get_params(1));  // no replica applied the interrupted update
+  m.inject_fault(0, -1, Model::Fault::none);
+  m.train_step(b);
+  EXPECT_EQ(m.iterations(), 2);
+  EXPECT_EQ(m.get_params(0), m.get_params(1));
+}
+
 }  // namespace
 }  // namespace mr

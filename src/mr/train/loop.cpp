@@ -51,14 +51,16 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
       model.finish_step();  // never leave a step in flight
       throw;
     }
-    model.finish_step();
+    // R's interrupts are polled while the replicas work, so a step stuck in
+    // a collective or on a device stops at once instead of at its deadline.
+    const bool stop = model.finish_step([&hooks] { return hooks.interrupted(); });
     ++res.batches;
     const bool last = !have_next;
     if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
     // The first batch always reports: Keras times steps from the end of step 1.
     if (progress.due(last || res.batches == 1))
       hooks.on_progress(res.batches, model.read_metrics());
-    if (!last && hooks.interrupted()) {
+    if (!last && (stop || hooks.interrupted())) {
       res.interrupted = true;
       break;
     }

@@ -117,11 +117,13 @@ void Model::start_eval_step(const HostBatch& batch) {
   state_.samples_seen += batch.rows;
 }
 
-void Model::finish_step() {
-  if (!in_flight_) return;
+bool Model::finish_step(const std::function<bool()>& interrupted) {
+  if (!in_flight_) return false;
   in_flight_ = false;
-  replicas_.wait(in_flight_train_ ? "training" : "evaluation", state_.iterations + 1);
+  const bool stop = replicas_.wait(in_flight_train_ ? "training" : "evaluation",
+                                   state_.iterations + 1, interrupted);
   if (in_flight_train_) ++state_.iterations;
+  return stop;
 }
 
 void Model::predict_step(const HostBatch& batch, int k, float* out) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -70,7 +71,10 @@ class Model {
   // all-reduce, update. start/finish let the caller prepare the next batch
   // while the replicas work; the batch must stay valid until finish returns.
   void start_train_step(const HostBatch& batch);
-  void finish_step();
+  // Waits for the step in flight. `interrupted`, when given, is polled while
+  // the replicas work (ReplicaSet::wait); returns true when it said so and
+  // the step completed all the same.
+  bool finish_step(const std::function<bool()>& interrupted = nullptr);
   void train_step(const HostBatch& batch) {
     start_train_step(batch);
     finish_step();
