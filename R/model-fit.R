@@ -5,7 +5,9 @@
 #' all-reduces the gradients and applies one optimizer update; R is called
 #' back only to draw the progress bar (at most every 0.05 s) and for
 #' callbacks that define per-batch methods. Interrupting (Ctrl-C) stops at a
-#' step boundary: the model keeps the weights of the last finished step.
+#' step boundary: the model keeps the weights of the last finished step. A
+#' step still running 5 seconds after the interrupt (one stuck in a collective
+#' or on a GPU) is stopped with a `mirrored_interrupted_error`.
 #'
 #' @param object A compiled model.
 #' @param x Inputs: an array with samples along the first dimension, or a
