@@ -129,6 +129,9 @@ class Backend {
   // Lets gemm use TF32 tensor cores (10-bit mantissa inputs: results move by
   // ~1e-3 relative). Off by default; backends without such units ignore it.
   virtual void set_tf32(bool /*on*/) {}
+  // How many times this backend asked its system for memory (aligned_alloc;
+  // cudaMalloc and cudaHostAlloc). Tests check that a step adds none.
+  virtual int64_t system_allocations() const = 0;
 
   // ---- element-wise and BLAS ------------------------------------------------
   virtual void fill(int64_t n, float* x, float value) = 0;

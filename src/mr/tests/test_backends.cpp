@@ -119,8 +119,8 @@ TEST_F(GpuOps, BatchNormOps) {
     be->column_moments(rows, cols, P(x), P(mean), 1.0f / rows, P(var));
     be->batch_norm_forward(rows, cols, P(x), P(mean), P(var), P(gamma), P(beta), 1e-3f, P(y));
     be->batch_norm_backward_reduce(rows, cols, P(dy), P(x), P(mean), P(var), 1e-3f, P(s1), P(s2));
-    be->batch_norm_backward(rows, cols, P(dy), P(x), P(mean), P(var), P(gamma), 1e-3f, P(s1),
-                            P(s2), 1.0f / rows, P(dx));
+    be->batch_norm_backward(rows, cols, P(dy), P(x), P(mean), P(var), P(gamma), 1e-3f, P(s1), P(s2),
+                            1.0f / rows, P(dx));
   }
   for (size_t b : {mean, var, y, s1, s2, dx}) EXPECT_LE(p_->err(b), 1e-5);
   // No rows: zeros, so an empty replica adds nothing to a collective.
@@ -290,6 +290,26 @@ TEST_F(GpuOps, ABadLabelIsAClearErrorAtTheNextSynchronisation) {
         << e.what();
   }
   dev_->synchronize();  // reported once, then cleared
+}
+
+// The bad-label status word is read and reset on the compute stream: a bad
+// batch right after a good one, and a good one right after a bad one, are
+// each reported (or not) correctly, however fast they follow each other.
+TEST_F(GpuOps, TheBadLabelWordIsResetInStreamOrder) {
+  const int64_t rows = 4, cols = 3;
+  const size_t pr = p_->put(random_vec(rows * cols, 51));
+  const size_t bad = p_->put({0.0f, 2.0f, 3.0f, 1.0f}), good = p_->put({0.0f, 2.0f, 1.0f, 1.0f});
+  auto acc = dev_->allocate(sizeof(double));
+  for (int k = 0; k < 20; ++k) {
+    const bool is_bad = k % 3 == 1;
+    dev_->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, p_->d(pr),
+               p_->d(is_bad ? bad : good), 1.0f, nullptr, static_cast<double*>(acc.get()));
+    if (is_bad) {
+      EXPECT_THROW(dev_->synchronize(), Error) << "round " << k;
+    } else {
+      EXPECT_NO_THROW(dev_->synchronize()) << "round " << k;
+    }
+  }
 }
 
 TEST_F(GpuOps, OptimizerUpdates) {

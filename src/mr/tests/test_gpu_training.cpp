@@ -164,5 +164,35 @@ TEST(GpuTraining, NcclOnTwoOrMorePhysicalGpus) {
   EXPECT_LT(rms_rel(w, cpu_reference()), 1e-4);
 }
 
+// Nothing allocates inside a step: once the first batch of a size reserved
+// the buffers, further training and evaluation steps of that size or smaller
+// add no cudaMalloc / cudaHostAlloc on any replica.
+TEST(GpuTraining, StepsAllocateNothing) {
+  MR_REQUIRE_GPUS(1);
+  Model m(vignette_mlp(11, 0.2, 5), {gpu(0)}, PlacementOptions{});
+  CompileConfig c;
+  c.loss.from_logits = true;
+  c.metrics.push_back(MetricConfig{});
+  m.compile(c);
+  const Data big = batch_data(64, 1), small = batch_data(37, 2);
+  auto step = [&m](const Data& d, bool train) {
+    HostBatch b;
+    b.rows = d.rows;
+    b.parts = {HostComponent{d.x.data(), 784}, HostComponent{d.y.data(), 1}};
+    if (train) {
+      m.train_step(b);
+    } else {
+      m.start_eval_step(b);
+      m.finish_step();
+    }
+  };
+  step(big, true);
+  m.read_metrics();  // waits for the device
+  const int64_t before = m.replica_backend(0).system_allocations();
+  for (int s = 0; s < 5; ++s) step(s % 2 ? small : big, s != 3);
+  m.read_metrics();
+  EXPECT_EQ(m.replica_backend(0).system_allocations(), before);
+}
+
 }  // namespace
 }  // namespace mr

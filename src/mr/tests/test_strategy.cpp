@@ -273,5 +273,34 @@ TEST(Strategy, AnInterruptStopsAtTheStepBoundaryOrUnsticksACollective) {
   EXPECT_EQ(m.get_params(0), m.get_params(1));
 }
 
+// Nothing allocates inside a step: once the first batch reserved the
+// buffers, further training and evaluation steps of that size or smaller add
+// no allocation on any replica's backend.
+TEST(Strategy, StepsAllocateNothing) {
+  std::vector<DeviceSpec> devs{{DeviceKind::cpu, 0}, {DeviceKind::cpu, 1}};
+  Model m(mlp(0.3), devs, 1);
+  CompileConfig c;
+  c.loss.from_logits = true;
+  c.metrics.push_back(MetricConfig{});
+  m.compile(c);
+  const auto d = data(10);
+  auto batch = [&d](int64_t rows) {
+    HostBatch b;
+    b.rows = rows;
+    b.parts = {HostComponent{d->parts[0].data(), 12}, HostComponent{d->parts[1].data(), 1}};
+    return b;
+  };
+  m.train_step(batch(10));
+  const int64_t before =
+      m.replica_backend(0).system_allocations() + m.replica_backend(1).system_allocations();
+  for (int64_t rows : {10, 3, 1, 10}) m.train_step(batch(rows));
+  const HostBatch eval = batch(7);  // must outlive the step
+  m.start_eval_step(eval);
+  m.finish_step();
+  m.read_metrics();
+  EXPECT_EQ(m.replica_backend(0).system_allocations() + m.replica_backend(1).system_allocations(),
+            before);
+}
+
 }  // namespace
 }  // namespace mr

@@ -100,6 +100,7 @@ class Model {
   std::vector<int64_t> rows_last_step() const { return step_.rows_last(); }
   std::vector<std::thread::id> replica_threads() const { return replicas_.threads(); }
   std::vector<const void*> replica_param_buffers() const;
+  const Backend& replica_backend(int rank) const { return replicas_.backend(rank); }
 
  private:
   void check_batch(const HostBatch& batch, bool targets) const;

@@ -27,6 +27,7 @@ DeviceBuffer CpuBackend::allocate(size_t bytes) {
   // distinct non-null block so that every buffer has an owner to free it.
   const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
+  ++allocations_;
   if (p == nullptr) fail(ErrorKind::device, "out of host memory allocating ", bytes, " bytes");
   std::memset(p, 0, rounded);
   return DeviceBuffer(p, DeviceFree{this});

@@ -22,6 +22,7 @@ class CpuBackend : public Backend {
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override { return "cpu:" + std::to_string(index_); }
   int threads() const { return team_.size(); }
+  int64_t system_allocations() const override { return allocations_; }
 
   DeviceBuffer allocate(size_t bytes) override;
   void release(void* p) noexcept override;
@@ -96,6 +97,7 @@ class CpuBackend : public Backend {
   int index_;
   ThreadTeam team_;
   StepScalars own_scalars_;
+  int64_t allocations_ = 0;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -55,9 +55,11 @@ class CachingAllocator {
   void* take(size_t bytes);
   void give_back(void* p) noexcept;
   static size_t size_class(size_t bytes);
+  int64_t cuda_mallocs() const { return mallocs_; }
 
  private:
   int ordinal_;
+  int64_t mallocs_ = 0;
   std::multimap<size_t, void*> free_;  // size class -> block
   std::map<void*, size_t> live_;       // block -> size class
   size_t in_use_ = 0;                  // bytes, for the out-of-memory message
@@ -76,6 +78,7 @@ class PinnedRing {
   PinnedRing& operator=(const PinnedRing&) = delete;
 
   size_t slot_bytes() const { return slot_bytes_; }
+  int64_t host_allocs() const { return host_allocs_; }
   // Grows every slot to at least `bytes` (waits for pending copies first).
   void reserve(size_t bytes, const WaitLimits& limits, const std::string& who);
   // Copies `bytes` (<= slot_bytes()) of src into the next slot and queues its
@@ -97,6 +100,7 @@ class PinnedRing {
   std::vector<Slot> slots_;
   size_t slot_bytes_ = 0;
   size_t next_ = 0;
+  int64_t host_allocs_ = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -106,6 +110,9 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
+  int64_t system_allocations() const override {
+    return alloc_->cuda_mallocs() + pinned_->host_allocs();
+  }
   std::string name() const override { return "gpu:" + std::to_string(index_); }
   int ordinal() const { return ordinal_; }
   // TF32 tensor-core math in gemm (off unless asked for: it changes results).

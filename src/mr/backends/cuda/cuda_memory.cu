@@ -53,6 +53,7 @@ void* CachingAllocator::take(size_t bytes) {
     return p;
   }
   void* p = nullptr;
+  ++mallocs_;
   cudaError_t st = cudaMalloc(&p, cls);
   if (st == cudaErrorMemoryAllocation) {
     // Return every cached block to CUDA and try once more.
@@ -116,6 +117,7 @@ void PinnedRing::free_slots() noexcept {
 void PinnedRing::alloc_slots(size_t bytes) {
   const size_t cap = (bytes + (size_t{1} << 16) - 1) >> 16 << 16;
   for (Slot& s : slots_) {
+    ++host_allocs_;
     MR_CUDA_CALL(cudaHostAlloc(&s.host, cap, cudaHostAllocPortable), ordinal_);
     s.capacity = cap;
   }
