@@ -137,10 +137,6 @@ cpp_model_communicator <- function(ptr) {
     .Call(`_mirrored_cpp_model_communicator`, ptr)
 }
 
-cpp_model_info <- function(ptr) {
-    .Call(`_mirrored_cpp_model_info`, ptr)
-}
-
 cpp_model_get_weights <- function(ptr, rank = 0L) {
     .Call(`_mirrored_cpp_model_get_weights`, ptr, rank)
 }

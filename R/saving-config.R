@@ -28,13 +28,9 @@ to_snake_case <- function(name) {
 
 # ---- writing ------------------------------------------------------------------
 
-# The `config` of one layer, as Keras' get_config() gives it: the core's
-# registry normalized it when the layer was made.
-layer_keras_config <- function(layer) layer$config
-
 # A serialized layer (the entry in the model's "layers" list).
 layer_entry <- function(layer, input_shape, functional, history = NULL) {
-  e <- list(module = "keras.layers", class_name = layer$class_name, config = layer_keras_config(layer),
+  e <- list(module = "keras.layers", class_name = layer$class_name, config = layer$config,
             registered_name = NULL)
   if (layer$class_name != "InputLayer") {
     e$build_config <- list(input_shape = if (is.list(input_shape)) lapply(input_shape, batch_shape_json)
@@ -106,7 +102,7 @@ model_inner_config <- function(model) {
     cfg <- list(name = model$name, trainable = TRUE, dtype = dtype_policy_config())
     if (is.null(g)) {
       cfg$layers <- lapply(layers, function(l) {
-        e <- list(module = "keras.layers", class_name = l$class_name, config = layer_keras_config(l),
+        e <- list(module = "keras.layers", class_name = l$class_name, config = l$config,
                   registered_name = NULL)
         e
       })

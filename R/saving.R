@@ -469,7 +469,7 @@ get_config <- function(object) {
     return(cfg)
   }
   if (inherits(object, "mirrored_layer")) {
-    cfg <- layer_keras_config(object)
+    cfg <- object$config  # the core's registry normalized it
     attr(cfg, "__class__") <- object$class_name
     return(cfg)
   }

@@ -418,17 +418,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_model_info
-Rcpp::List cpp_model_info(SEXP ptr);
-RcppExport SEXP _mirrored_cpp_model_info(SEXP ptrSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_model_info(ptr));
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_model_get_weights
 Rcpp::List cpp_model_get_weights(SEXP ptr, int rank);
 RcppExport SEXP _mirrored_cpp_model_get_weights(SEXP ptrSEXP, SEXP rankSEXP) {
@@ -822,7 +811,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
     {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
-    {"_mirrored_cpp_model_info", (DL_FUNC) &_mirrored_cpp_model_info, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
     {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 4},

@@ -97,30 +97,6 @@ Rcpp::CharacterVector cpp_model_communicator(SEXP ptr) {
   });
 }
 
-// Output shape (per sample) and trainable / non-trainable variable counts of
-// every node.
-// [[Rcpp::export]]
-Rcpp::List cpp_model_info(SEXP ptr) {
-  return guarded([&] {
-    ModelPtr m(ptr);
-    const mr::Graph& g = m->graph();
-    Rcpp::List shapes(g.size());
-    Rcpp::NumericVector params(g.size()), states(g.size());
-    for (int i = 0; i < g.size(); ++i) {
-      const auto& d = g.out_shape(i).dims();
-      shapes[i] = Rcpp::NumericVector(d.begin(), d.end());
-      double n = 0, ns = 0;
-      for (const auto& w : g.node_weights(i))
-        (w.trainable ? n : ns) += static_cast<double>(g.weight(w).size);
-      params[i] = n;
-      states[i] = ns;
-    }
-    return Rcpp::List::create(Rcpp::Named("output_shapes") = shapes, Rcpp::Named("params") = params,
-                              Rcpp::Named("non_trainable") = states,
-                              Rcpp::Named("replicas") = m->replicas());
-  });
-}
-
 // Weights in Keras order (node order, then each layer's variables), as R
 // arrays of the variables' shapes (a kernel is in_dim x units).
 // [[Rcpp::export]]
@@ -147,17 +123,15 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
     MR_CHECK(static_cast<size_t>(weights.size()) == order.size(), value, "expected ", order.size(),
              " weight arrays, got ", weights.size());
     std::vector<float> flat = m->get_params(), state = m->get_state();
-    std::vector<mr::Graph::Param> params;
-    for (const auto& w : order) params.push_back(m->graph().weight(w));
-    for (size_t k = 0; k < params.size(); ++k) {
+    for (size_t k = 0; k < order.size(); ++k) {
+      const mr::Graph::Param& p = m->graph().weight(order[k]);
       SEXP w = weights[static_cast<R_xlen_t>(k)];
       std::vector<int64_t> dims = mr_glue::r_dims(w);
-      const auto& want = params[k].shape.dims();
-      MR_CHECK(static_cast<int64_t>(Rf_xlength(w)) == params[k].size &&
+      const auto& want = p.shape.dims();
+      MR_CHECK(static_cast<int64_t>(Rf_xlength(w)) == p.size &&
                    (dims == want || (want.size() == 1 && dims.size() <= 2)),
-               shape, "weight ", k + 1, " (", m->graph().node(params[k].node).name, "/",
-               params[k].name, ") must have shape ", params[k].shape.str(), ", got ",
-               mr::Shape(dims).str());
+               shape, "weight ", k + 1, " (", m->graph().node(p.node).name, "/", p.name,
+               ") must have shape ", p.shape.str(), ", got ", mr::Shape(dims).str());
       // Dims are checked above; a 1-D target accepts any vector of the right length.
       SEXP src = w;
       Rcpp::RObject tmp;
@@ -167,7 +141,7 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
         src = tmp;
       }
       const std::vector<float> v = mr_glue::to_row_major(src, "weights");
-      std::copy(v.begin(), v.end(), (order[k].trainable ? flat : state).begin() + params[k].offset);
+      std::copy(v.begin(), v.end(), (order[k].trainable ? flat : state).begin() + p.offset);
     }
     m->set_params(flat);
     m->set_state(state);

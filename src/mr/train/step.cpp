@@ -51,12 +51,12 @@ void Step::reserve(int64_t global_rows, int64_t target_width) {
   const int n = replicas_.size();
   // The first replica's slice is the largest (dist/batch_split.h).
   const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
+  // Host staging for the largest upload of a slice (pinned memory on a GPU).
+  int64_t widest = target_width;
+  for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
   for (int r = 0; r < n; ++r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     rep.exec->reserve(rows);
-    // Host staging for the largest upload of a slice (pinned memory on a GPU).
-    int64_t widest = target_width;
-    for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
     replicas_.backend(r).reserve_staging(static_cast<size_t>(rows * widest) * sizeof(float));
     const int64_t need = rows * target_width;
     if (need > rep.target_capacity) {
@@ -90,13 +90,13 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
 }
 
 Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
-                          bool training, uint64_t step) {
+                          const StepScalars* scalars) {
   Executor::Pass p;
   p.rows = count;
   p.global_rows = global_rows;
   p.row_offset = begin;
-  p.step = step;
-  p.training = training;
+  p.training = scalars != nullptr;
+  p.scalars = scalars;
   p.params = state_.params(rank);
   p.state = state_.state(rank);
   p.ctx = reps_[static_cast<size_t>(rank)]->ctx.get();
@@ -114,19 +114,17 @@ void Step::metrics(int rank, const CompileConfig& c, int64_t count, const float*
 
 void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration) {
   const int64_t global_rows = batch.rows;
-  const auto step = static_cast<uint64_t>(iteration);
   const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
   // This step's values, written once to each replica's device block; every
   // op of the step reads them there.
   const StepScalars scalars = step_scalars(config.optimizer, iteration);
-  replicas_.post([this, &batch, &config, global_rows, step, iteration, cols, scalars](int r) {
+  replicas_.post([this, &batch, &config, global_rows, iteration, cols, scalars](int r) {
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
     be.upload(state_.scalars(r), &scalars, sizeof(scalars));
     const auto [begin, count] = stage(r, batch, true);
-    Executor::Pass ps = pass(r, begin, count, global_rows, true, step);
-    ps.scalars = state_.scalars(r);
+    const Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
     rep.exec->forward(ps);
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
@@ -152,7 +150,7 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
     if (count == 0) return;
-    rep.exec->forward(pass(r, begin, count, global_rows, false, 0));
+    rep.exec->forward(pass(r, begin, count, global_rows, nullptr));
     const float* out = rep.exec->output(0);
     const auto* tgt = static_cast<const float*>(rep.targets.get());
     replicas_.backend(r).loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt,
@@ -166,7 +164,7 @@ void Step::predict(const HostBatch& batch, int k, int64_t width, float* out) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, false);
     if (count == 0) return;
-    rep.exec->forward(pass(r, begin, count, batch.rows, false, 0));
+    rep.exec->forward(pass(r, begin, count, batch.rows, nullptr));
     replicas_.backend(r).download(out + begin * width, rep.exec->output(k),
                                   static_cast<size_t>(count * width) * sizeof(float));
   });

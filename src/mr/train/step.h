@@ -51,9 +51,10 @@ class Step {
   struct Replica;
   // Stages replica `rank`'s slice of `batch`; returns (begin, count).
   std::pair<int64_t, int64_t> stage(int rank, const HostBatch& batch, bool targets);
-  // What replica `rank`'s executor needs for a pass over its slice.
-  Executor::Pass pass(int rank, int64_t begin, int64_t count, int64_t global_rows, bool training,
-                      uint64_t step);
+  // What replica `rank`'s executor needs for a pass over its slice: a
+  // training pass with the step's device block, inference without (null).
+  Executor::Pass pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
+                      const StepScalars* scalars);
   void metrics(int rank, const CompileConfig& c, int64_t count, const float* out, const float* tgt);
 
   const Graph& graph_;
