@@ -2,7 +2,9 @@
 # `mirrored_error`; the subclass says what went wrong:
 # mirrored_value_error (an argument's value), mirrored_shape_error,
 # mirrored_io_error, mirrored_device_error, mirrored_interrupted_error,
-# mirrored_timeout_error, mirrored_internal_error.
+# mirrored_timeout_error, mirrored_internal_error. A feature Keras has and
+# mirrored does not implement yet is a mirrored_not_yet_error (also a
+# mirrored_value_error, so callers that catch value errors still do).
 
 abort_kind <- function(kind, message, ..., call = rlang_caller(), .envir = parent.frame()) {
   cli::cli_abort(message, ..., class = c(paste0("mirrored_", kind, "_error"), "mirrored_error"),
@@ -11,6 +13,24 @@ abort_kind <- function(kind, message, ..., call = rlang_caller(), .envir = paren
 
 abort_value <- function(message, ..., call = rlang_caller(), .envir = parent.frame()) {
   abort_kind("value", message, ..., call = call, .envir = .envir)
+}
+
+abort_not_yet <- function(message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  cli::cli_abort(message, ..., class = c("mirrored_not_yet_error", "mirrored_value_error", "mirrored_error"),
+                 call = call, .envir = .envir)
+}
+
+# Layer arguments keras3 has and mirrored implements later (regularizers,
+# constraints, ...): accepted by name, anything but NULL is a not-yet error.
+# `args`: a named list of the arguments' values.
+check_not_yet_null <- function(args, call = sys.call(-1)) {
+  for (nm in names(args)) {
+    if (!is.null(args[[nm]])) {
+      abort_not_yet("{.arg {nm}} is not supported yet (it comes with training parity); use NULL, not {describe(args[[nm]])}.",
+                    call = call)
+    }
+  }
+  invisible()
 }
 
 # The function that called the function that raises: the user-facing call.

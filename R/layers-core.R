@@ -12,6 +12,9 @@
 #' @param use_bias Whether the layer has a bias vector.
 #' @param kernel_initializer,bias_initializer Initializer objects or names,
 #'   see [initializer_glorot_uniform()].
+#' @param kernel_regularizer,bias_regularizer,activity_regularizer,kernel_constraint,bias_constraint
+#'   Not supported yet (they come with training parity): `NULL`, or a
+#'   `mirrored_not_yet_error`.
 #' @param ... `name` (a string) and, for the first layer of a sequential
 #'   model, `input_shape`.
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
@@ -23,9 +26,15 @@
 #' model <- keras_model(inputs, outputs)
 #' @export
 layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
-                        kernel_initializer = "glorot_uniform", bias_initializer = "zeros", ...) {
+                        kernel_initializer = "glorot_uniform", bias_initializer = "zeros",
+                        kernel_regularizer = NULL, bias_regularizer = NULL,
+                        activity_regularizer = NULL, kernel_constraint = NULL,
+                        bias_constraint = NULL, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
+  check_not_yet_null(list(kernel_regularizer = kernel_regularizer, bias_regularizer = bias_regularizer,
+                          activity_regularizer = activity_regularizer,
+                          kernel_constraint = kernel_constraint, bias_constraint = bias_constraint))
   units <- check_int(units, "units", min = 1)
   activation <- check_activation(activation)
   check_bool(use_bias, "use_bias")

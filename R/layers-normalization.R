@@ -50,9 +50,8 @@ layer_batch_normalization <- function(object, axis = -1L, momentum = 0.99, epsil
   check_bool(center, "center")
   check_bool(scale, "scale")
   check_bool(synchronized, "synchronized")
-  for (arg in c("beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint")) {
-    if (!is.null(get(arg))) abort_value("{.arg {arg}} is not supported yet; use NULL.")
-  }
+  check_not_yet_null(list(beta_regularizer = beta_regularizer, gamma_regularizer = gamma_regularizer,
+                          beta_constraint = beta_constraint, gamma_constraint = gamma_constraint))
   inits <- list(beta_initializer = beta_initializer, gamma_initializer = gamma_initializer,
                 moving_mean_initializer = moving_mean_initializer,
                 moving_variance_initializer = moving_variance_initializer)
