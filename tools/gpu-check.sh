@@ -3,7 +3,8 @@
 # tools/gpu-pack.sh built .gpu/gpu.tar.xz here (device tool: carry [".gpu"]).
 # Leaves at most 3 files under $OUT (or /tmp/gpu-out): summary.txt (the lines
 # printed below), logs.tar.xz (every log and result: meta-smi.txt, meta.txt,
-# cxx.log, cxx.xml, r.log, mlp_gpu_*.jsonl, allreduce_gpu.txt, bench.err) and
+# cxx.log, cxx.xml, r.log, mlp_gpu_*.jsonl, allreduce_gpu.txt, cnn_gpu.md,
+# cnn_gpu-runs.jsonl, bench.err) and
 # nothing else. Steps:
 #   1. nvidia-smi and the topology;
 #   2. the C++ suite with MIRRORED_TEST_CUDA=1 (a skip for want of a GPU is a
@@ -12,8 +13,9 @@
 #      all-reduce, 2 logical GPUs on one GPU through the fallbacks, and NCCL
 #      over 2+ GPUs when there are several;
 #   3. the R suite and the vignette's code block, on the GPU;
-#   4. bench/mlp_gpu (mirrored and PyTorch eager / CUDA graph, 5 runs each)
-#      and bench/allreduce_gpu.
+#   4. bench/mlp_gpu (mirrored and PyTorch eager / CUDA graph, 5 runs each),
+#      bench/allreduce_gpu and bench/cnn_gpu (the MNIST convnet, 3 runs each,
+#      its section in cnn_gpu.md).
 # Record the run in docs/gpu-runs.md; unpack logs.tar.xz into DIR, then
 # `python3 bench/mlp_gpu/run.py --from DIR` writes BENCHMARKS.md's section.
 set -uo pipefail
@@ -56,6 +58,11 @@ status=0
   echo "== bench/allreduce_gpu =="
   "$G/bin/bench_allreduce_gpu" 50 >"$logs/allreduce_gpu.txt" 2>>"$logs/bench.err" || status=1
   cat "$logs/allreduce_gpu.txt"
+  echo "== bench/cnn_gpu (3 runs) =="
+  MIRRORED_DATASETS_DIR="$G/r/site-library/mirrored/extdata/mnist" \
+    python3 bench/cnn_gpu/run.py --n 3 --output "$logs/cnn_gpu.md" --raw "$logs/cnn_gpu-runs.jsonl" \
+    --mirrored-cmd "$G/r/R --vanilla -q -f bench/cnn_cpu/mirrored.R --args" \
+    2>>"$logs/bench.err" | tail -n 8 || status=1
   echo "gpu-check: status $status"
 } 2>&1 | tee "$OUT/summary.txt"
 # The block runs in the pipe's subshell, so its status is read from the summary.

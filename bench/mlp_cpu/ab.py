@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from report import provenance, publish  # noqa: E402
-from run import run_once  # noqa: E402
+from harness import run_once  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 

@@ -12,20 +12,14 @@ A mirrored command that is missing or fails leaves mirrored "not run"; the peers
 """
 
 import argparse
-import datetime
-import json
 import os
-import platform
-import resource
 import shlex
-import statistics
-import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
+from harness import add_common_args, fmt, peer_problems, run_rounds, summarise  # noqa: E402
 from report import cpu_info, git_commit, markers, write_section  # noqa: E402
 
 BEGIN, END = markers("mlp_cpu")
@@ -35,29 +29,13 @@ GOAL_FACTOR = 2.0
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--n", type=int, default=5, help="rounds (runs of each contender); default 5")
     p.add_argument(
         "--mirrored-cmd",
         default="Rscript bench/mlp_cpu/mirrored.R",
         help="command that runs mirrored's side and prints its JSON line (run in the repo root)",
     )
-    p.add_argument("--no-mirrored", action="store_true", help="run the peers only")
     p.add_argument("--peers", default=",".join(PEERS), help=f"comma-separated subset of {','.join(PEERS)}")
-    p.add_argument("--python", default=sys.executable, help="python that has torch / tensorflow / keras")
-    p.add_argument("--timeout", type=float, default=900, help="seconds allowed to one run")
-    p.add_argument(
-        "--max-contention",
-        type=float,
-        default=0.05,
-        help="a run during which other processes used more than this share of the CPUs is redone",
-    )
-    p.add_argument("--retries", type=int, default=3, help="redos of a contended run (then it is kept, flagged)")
-    p.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"), help="file to update")
-    p.add_argument("--no-write", action="store_true", help="print the section, leave BENCHMARKS.md alone")
-    p.add_argument(
-        "--raw", default=os.path.join(REPO, "bench", "out", "mlp_cpu-runs.jsonl"), help="every run's JSON line goes here"
-    )
-    return p.parse_args()
+    return add_common_args(p, "mlp_cpu").parse_args()
 
 
 def contender_cmds(args):
@@ -77,85 +55,6 @@ def contender_cmds(args):
             sys.exit(f"--peers: unknown peer '{name}' (expected some of {', '.join(PEERS)})")
         cmds[name] = table[name]
     return cmds
-
-
-def busy_cpu_seconds():
-    """CPU seconds all processes have spent busy (not idle or iowait), from /proc/stat."""
-    with open("/proc/stat") as f:
-        fields = [int(v) for v in f.readline().split()[1:]]
-    # user nice system idle iowait irq softirq steal [guest guest_nice, already in user/nice]
-    busy = sum(fields[:8]) - fields[3] - fields[4]
-    return busy / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds():
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-def run_once(cmd, timeout, seed):
-    """Run one contender; return (record, None) or (None, reason). The record gets
-    'contention': the CPU time other processes used during the run, as a fraction of the
-    machine's capacity over its wall time (0 = the machine was ours alone)."""
-    full = f"{cmd} --seed {seed}"
-    busy0, own0, t0 = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
-    try:
-        proc = subprocess.run(full, shell=True, cwd=REPO, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, f"timed out after {timeout:.0f} s"
-    wall = time.perf_counter() - t0
-    others = (busy_cpu_seconds() - busy0) - (children_cpu_seconds() - own0)
-    contention = max(0.0, others / (wall * (os.cpu_count() or 1)))
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr.strip() or proc.stdout.strip()).splitlines()[-3:]
-        return None, f"exit {proc.returncode}: " + " | ".join(tail)
-    try:
-        rec = json.loads(lines[-1])
-    except json.JSONDecodeError as e:
-        return None, f"bad JSON line ({e}): {lines[-1][:200]}"
-    if not isinstance(rec.get("ms_per_step_epoch2"), (int, float)):
-        return None, f"no ms_per_step_epoch2 in {lines[-1][:200]}"
-    rec["contention"] = round(contention, 4)
-    rec["process_s"] = round(wall, 3)
-    return rec, None
-
-
-def peer_problems(name, rec):
-    """Reasons a contender's runs cannot stand as a peer (the issue's rules)."""
-    out = []
-    if not rec.get("ftz"):
-        out.append("subnormals not flushed")
-    blas = str(rec.get("blas", "")).lower()
-    if name == "torch" and ("blas_info=generic" in blas or "reference" in blas or "blas_info" not in blas):
-        out.append("reference/unknown BLAS")
-    if rec.get("threads") != 2:
-        out.append(f"threads = {rec.get('threads')}")
-    return out
-
-
-def median_of(runs, key):
-    vals = [r[key] for r in runs if isinstance(r.get(key), (int, float))]
-    return statistics.median(vals) if vals else None
-
-
-def summarise(runs):
-    ms2 = [r["ms_per_step_epoch2"] for r in runs]
-    ms1 = [r["ms_per_step_epoch1"] for r in runs if isinstance(r.get("ms_per_step_epoch1"), (int, float))]
-    return {
-        "median": statistics.median(ms2),
-        "min": min(ms2),
-        "max": max(ms2),
-        "epoch1": statistics.median(ms1) if ms1 else None,
-        "loss": median_of(runs, "final_loss"),
-        "acc": median_of(runs, "final_acc"),
-        "n": len(runs),
-        "contention": max(r.get("contention", 0.0) for r in runs),
-    }
-
-
-def fmt(x, digits=3):
-    return "—" if x is None else f"{x:.{digits}f}"
 
 
 def render(args, names, results, failures, started, load_before, load_after):
@@ -237,51 +136,7 @@ def render(args, names, results, failures, started, load_before, load_after):
 def main():
     args = parse_args()
     cmds = contender_cmds(args)
-    names = list(cmds)
-    results = {name: [] for name in cmds}
-    failures = {}
-    if args.no_mirrored:
-        names.insert(0, "mirrored")
-        failures["mirrored"] = ["--no-mirrored"]
-    started = datetime.datetime.now(datetime.timezone.utc)
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    os.makedirs(os.path.dirname(args.raw), exist_ok=True)
-    raw = open(args.raw, "a")
-    active = dict(cmds)
-    for rnd in range(args.n):
-        for name, cmd in list(active.items()):
-            for attempt in range(args.retries + 1):
-                rec, err = run_once(cmd, args.timeout, seed=rnd + 1)
-                if rec is None or rec["contention"] <= args.max_contention:
-                    break
-                print(
-                    f"[{rnd + 1}/{args.n}] {name}: other processes took {100 * rec['contention']:.0f}% of the"
-                    f" CPUs ({rec['ms_per_step_epoch2']:.3f} ms/step); "
-                    + ("redoing" if attempt < args.retries else "keeping it, flagged"),
-                    file=sys.stderr,
-                )
-                if attempt < args.retries:
-                    time.sleep(5)
-            if rec is None:
-                failures.setdefault(name, []).append(err)
-                print(f"[{rnd + 1}/{args.n}] {name}: FAILED ({err})", file=sys.stderr)
-                # The first failure of a contender drops it: a broken command stays broken.
-                del active[name]
-                continue
-            rec["round"] = rnd + 1
-            rec["started_utc"] = started.isoformat(timespec="seconds")
-            raw.write(json.dumps(rec) + "\n")
-            raw.flush()
-            results[name].append(rec)
-            print(
-                f"[{rnd + 1}/{args.n}] {name}: {rec['ms_per_step_epoch2']:.3f} ms/step (epoch 2),"
-                f" {rec.get('ms_per_step_epoch1', float('nan')):.3f} (epoch 1), loss {rec['final_loss']:.4f},"
-                f" acc {rec['final_acc']:.4f}; process {rec['process_s']:.1f} s,"
-                f" contention {100 * rec['contention']:.1f}%",
-                file=sys.stderr,
-            )
-    raw.close()
-    load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    names, results, failures, started, load_before, load_after = run_rounds(args, cmds)
     section = render(args, names, results, failures, started, load_before, load_after)
     print(section)
     if not args.no_write:
