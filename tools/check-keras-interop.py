@@ -10,6 +10,9 @@ Runs Rscript (mirrored must be installed, e.g. `make install` puts it in
   * keras.saving.load_model(): loads the file, predicts the same outputs as
     mirrored (max abs difference <= 1e-5), and restores the optimizer's
     iteration count; keras loads the .weights.h5 file too.
+Then models of the convolution, pooling, shape, merge, normalization and
+activation layers and a two-input, two-output model with a shared layer,
+trained and saved by mirrored, must load in Keras 3 and predict the same.
 Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
@@ -57,6 +60,72 @@ write.table(predict(f, x, verbose = 0), file.path(out, "functional_pred.csv"), s
 write.table(predict(s, xs, verbose = 0), file.path(out, "sequential_pred.csv"), sep = ",",
             row.names = FALSE, col.names = FALSE)
 writeLines(as.character(c(f$optimizer$iterations, s$optimizer$iterations)), file.path(out, "iterations.txt"))
+"""
+
+# Models of issue 12's layers, built and trained by mirrored: a residual CNN
+# (Conv2D, BatchNormalization, Add, pooling), a 1-D convnet with the shape,
+# normalization and activation layers, and a two-input, two-output model with
+# a shared layer. Each writes <name>.keras, its inputs <name>_x<k>.csv (rows,
+# flattened) with their per-sample shapes and mirrored's predictions
+# <name>_pred<k>.csv.
+R_LAYERS = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+set.seed(2); set_random_seed(2)
+write_io <- function(name, model, xs) {
+  save_model(model, file.path(out, paste0(name, ".keras")))
+  pred <- predict(model, if (length(xs) == 1) xs[[1]] else xs, verbose = 0)
+  if (!is.list(pred)) pred <- list(pred)
+  for (k in seq_along(xs)) {
+    x <- xs[[k]]
+    write.table(matrix(x, nrow = dim(x)[1]), file.path(out, sprintf("%s_x%d.csv", name, k)),
+                sep = ",", row.names = FALSE, col.names = FALSE)
+    writeLines(paste(dim(x)[-1], collapse = " "), file.path(out, sprintf("%s_x%d_shape.txt", name, k)))
+  }
+  for (k in seq_along(pred)) {
+    write.table(matrix(pred[[k]], nrow = dim(pred[[k]])[1]), file.path(out, sprintf("%s_pred%d.csv", name, k)),
+                sep = ",", row.names = FALSE, col.names = FALSE)
+  }
+}
+# A residual CNN.
+x <- array(runif(32 * 10 * 10 * 3), c(32, 10, 10, 3))
+y <- sample(0:2, 32, replace = TRUE)
+inp <- keras_input(shape = c(10, 10, 3))
+h <- inp |> layer_conv_2d(8, 3, padding = "same") |> layer_batch_normalization() |> layer_activation("relu")
+r <- h |> layer_conv_2d(8, 3, padding = "same", activation = "relu") |> layer_conv_2d(8, 3, padding = "same")
+h <- layer_add(list(h, r)) |> layer_activation("relu") |> layer_max_pooling_2d(2)
+h <- h |> layer_conv_2d(12, 3, strides = 2, padding = "same", groups = 4) |> layer_average_pooling_2d(2, padding = "same")
+out_t <- h |> layer_global_average_pooling_2d() |> layer_dropout(0.2) |> layer_dense(3)
+m <- keras_model(inp, out_t)
+m |> compile(optimizer = "adam", loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
+fit(m, x, y, epochs = 2, batch_size = 8, verbose = 0)
+write_io("residual_cnn", m, list(x))
+# A 1-D convnet with the shape, normalization and activation layers.
+x <- array(rnorm(32 * 12 * 2), c(32, 12, 2))
+inp <- keras_input(shape = c(12, 2))
+h <- inp |> layer_rescaling(0.5, offset = 0.1) |> layer_conv_1d(6, 3, padding = "same", dilation_rate = 2, activation = "elu") |>
+  layer_max_pooling_1d(2) |> layer_layer_normalization() |> layer_zero_padding_1d(1) |> layer_cropping_1d(c(0, 1)) |>
+  layer_upsampling_1d(2) |> layer_permute(c(2, 1)) |> layer_reshape(c(-1)) |> layer_dense(4, activation = "mish") |>
+  layer_repeat_vector(3) |> layer_global_max_pooling_1d()
+h2 <- layer_concatenate(list(h, h |> layer_activation_leaky_relu(0.2)))
+m <- keras_model(inp, h2 |> layer_dense(2, activation = "softplus"))
+m |> compile(optimizer = "adam", loss = "mse")
+fit(m, x, matrix(runif(64), 32), epochs = 2, batch_size = 8, verbose = 0)
+write_io("conv1d_shapes", m, list(x))
+# Two inputs, two outputs, a shared layer.
+a <- keras_input(shape = 6, name = "a"); b <- keras_input(shape = 6, name = "b")
+shared <- layer_dense(units = 5, activation = "tanh", name = "shared")
+ha <- shared(a); hb <- shared(b)
+o1 <- layer_subtract(list(ha, hb)) |> layer_dense(1, name = "diff")
+o2 <- layer_concatenate(list(ha, hb, layer_multiply(list(ha, hb)))) |> layer_dense(3, activation = "softmax", name = "cls")
+m <- keras_model(list(a, b), list(o1, o2))
+m |> compile(optimizer = "adam", loss = list("mse", "categorical_crossentropy"), loss_weights = list(1, 0.5))
+xa <- matrix(runif(64 * 6), 64); xb <- matrix(runif(64 * 6), 64)
+ycls <- to_categorical(sample(0:2, 64, replace = TRUE), 3)
+fit(m, list(xa, xb), list(matrix(rowSums(xa - xb), 64), ycls), epochs = 2, batch_size = 16, verbose = 0)
+write_io("multi_io_shared", m, list(xa, xb))
 """
 
 failures = []
@@ -130,8 +199,44 @@ def main():
     diff = float(np.max(np.abs(m.predict(x, verbose=0) - before)))
     check(diff == 0.0, f"functional.weights.h5 loads with keras Model.load_weights() (max abs diff {diff})")
 
+    check_layer_models(keras, np)
+
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
+
+
+def check_layer_models(keras, np):
+    """Keras loads mirrored's models of issue 12's layers and predicts the same."""
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-layers-")
+    rfile = os.path.join(tmp, "make.R")
+    with open(rfile, "w") as f:
+        f.write(R_LAYERS)
+    subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
+    for name in ["residual_cnn", "conv1d_shapes", "multi_io_shared"]:
+        xs, k = [], 1
+        while os.path.exists(os.path.join(tmp, f"{name}_x{k}.csv")):
+            shape = [int(v) for v in open(os.path.join(tmp, f"{name}_x{k}_shape.txt")).read().split()]
+            x = np.loadtxt(os.path.join(tmp, f"{name}_x{k}.csv"), delimiter=",", dtype="float32", ndmin=2)
+            # R writes arrays column-major: rows, then the per-sample axes in Fortran order.
+            xs.append(x.reshape([x.shape[0]] + shape[::-1]).transpose([0] + list(range(len(shape), 0, -1))))
+            k += 1
+        try:
+            model = keras.saving.load_model(os.path.join(tmp, name + ".keras"))
+        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+            check(False, f"{name}: keras.saving.load_model() failed: {type(e).__name__}: {str(e)[:300]}")
+            continue
+        classes = sorted({type(layer).__name__ for layer in model.layers})
+        print(f"  {name}: keras built {', '.join(classes)}")
+        pred = model.predict(xs[0] if len(xs) == 1 else xs, verbose=0)
+        pred = pred if isinstance(pred, (list, tuple)) else [pred]
+        for j, p in enumerate(pred, start=1):
+            want = np.loadtxt(os.path.join(tmp, f"{name}_pred{j}.csv"), delimiter=",", dtype="float32", ndmin=2)
+            p2 = np.asarray(p).reshape(p.shape[0], -1)
+            # mirrored flattened its prediction column-major too.
+            want = want.reshape([want.shape[0]] + list(p.shape[1:])[::-1]).transpose(
+                [0] + list(range(p.ndim - 1, 0, -1))).reshape(p.shape[0], -1)
+            diff = float(np.max(np.abs(p2 - want)))
+            check(diff <= 1e-4, f"{name}: output {j} predicted the same by Keras (max abs diff {diff:.2e})")
 
 
 if __name__ == "__main__":
