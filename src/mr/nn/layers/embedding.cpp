@@ -44,7 +44,13 @@ class Embedding final : public Layer {
   }
   void forward(const ForwardArgs& a) const override {
     const int64_t n = a.rows * a.in_shapes[0].numel();
-    a.be.embedding_forward(n, input_dim_, output_dim_, a.in[0], a.params[0], a.out);
+    try {
+      a.be.embedding_forward(n, input_dim_, output_dim_, a.in[0], a.params[0], a.out);
+    } catch (const Error& e) {
+      // A synchronous backend throws here: name the layer (a GPU reports the
+      // index at the step's next synchronization, without it).
+      fail(e.kind(), who_, ": ", e.what());
+    }
   }
   void backward(const BackwardArgs& a) const override {
     // Indices have no gradient: d_in (if asked for) is zero.
