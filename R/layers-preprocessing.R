@@ -225,22 +225,24 @@ combine_moments <- function(total, batch) {
 }
 
 adapt_moments_array <- function(data, per_index, batch_size, call = sys.call(-1)) {
+  if (is.data.frame(data)) data <- as.matrix(data)
   m <- adapt_matrix(data, per_index, call = call)
   samples <- if (is.null(dim(data))) length(data) else dim(data)[1]
   if (is.null(batch_size) || batch_size >= samples) return(column_moments_r(m))
-  # Rows of one batch: the samples in it (each sample spans nrow(m) / samples rows,
-  # interleaved by R's column-major order, so batches are cut on the array).
+  # Batches are cut on the array (a sample's values are interleaved with
+  # the others' in R's column-major order, not contiguous rows of m).
   total <- NULL
   for (start in seq(1, samples, by = batch_size)) {
     idx <- start:min(samples, start + batch_size - 1)
     part <- if (is.null(dim(data))) data[idx] else
-      array(asplit_rows(data, idx), dim = c(length(idx), dim(data)[-1]))
+      array(take_rows(data, idx), dim = c(length(idx), dim(data)[-1]))
     total <- combine_moments(total, column_moments_r(adapt_matrix(part, per_index, call = call)))
   }
   total
 }
 
-asplit_rows <- function(x, idx) {
+# x[idx, , ..., drop = FALSE] for an array of any rank.
+take_rows <- function(x, idx) {
   d <- dim(x)
   do.call(`[`, c(list(x, idx), rep(list(TRUE), length(d) - 1), list(drop = FALSE)))
 }

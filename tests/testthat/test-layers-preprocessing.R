@@ -82,6 +82,12 @@ test_that("adapt() on arrays gives R's mean and population variance; the model s
     want <- (x - rep(mu, each = 80)) / rep(sqrt(v), each = 80)
     expect_equal(out, want, tolerance = 1e-5, ignore_attr = TRUE)
   }
+  # A data frame, in batches of 3 rows: the same moments as the matrix.
+  d <- layer_normalization()
+  adapt(d, as.data.frame(flat), batch_size = 3)
+  wd <- get_weights(seq_model(3, d))
+  expect_equal(as.vector(wd[[1]]), mu, tolerance = 1e-6)
+  expect_equal(as.vector(wd[[2]]), v, tolerance = 1e-6)
   # axis = NULL: one mean and variance over all values.
   s <- layer_normalization(axis = NULL)
   adapt(s, c(1, 2, 3, 4, 5))
