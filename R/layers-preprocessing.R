@@ -185,9 +185,10 @@ adapt.mirrored_layer <- function(object, data, ..., batch_size = NULL, steps = N
   }
   # mean, variance, count (Keras never updates count: it stays 0).
   values <- list(stats$mean, stats$variance, 0)
-  for (model in object$models) {
-    if (model$is_built()) write_layer_state(model, object, values)
-  }
+  # Every built model must take the values before any is changed.
+  built <- Filter(function(m) m$is_built(), object$models)
+  for (model in built) layer_weight_offset(model, object, values)
+  for (model in built) write_layer_state(model, object, values)
   object$state_values <- values
   invisible(object)
 }
@@ -277,31 +278,39 @@ attach_layer_states <- function(model, write = TRUE) {
   invisible(model)
 }
 
-# Replaces the weights of `layer` in `model` (Keras order: node by node).
-write_layer_state <- function(model, layer, values, call = sys.call(-1)) {
+# Where the weights of `layer` start in `model$get_weights()` (0-based; NA
+# when the model does not hold the layer); a shape error unless they take
+# `values`.
+layer_weight_offset <- function(model, layer, values, w = model$get_weights(), call = sys.call(-1)) {
   g <- model$graph()
-  w <- model$get_weights()
   k <- 0L
   for (n in g$nodes) {
     if (!length(n$inputs)) next
     shapes <- lapply(n$inputs, function(i) g$nodes[[i + 1L]]$shape)
-    spec <- n$layer$spec(shapes, call = call)
-    nw <- length(spec$weights$name)
+    nw <- length(n$layer$spec(shapes, call = call)$weights$name)
     if (identical(n$layer, layer)) {
       if (nw != length(values) || length(w[[k + 1L]]) != length(values[[1]]) ||
           length(w[[k + 2L]]) != length(values[[2]])) {
         abort_kind("shape", c("Layer {.val {layer$name}} was adapted to {length(values[[1]])} feature{?s}, but model {.val {model$name}} gives it {length(w[[k + 1L]])}."),
                    call = call)
       }
-      for (j in seq_along(values)) {
-        target <- w[[k + j]]  # keeps the shape get_weights() gives
-        target[] <- as.numeric(values[[j]])
-        w[[k + j]] <- target
-      }
-      model$set_weights(w)
-      return(invisible(model))
+      return(k)
     }
     k <- k + nw
   }
+  NA_integer_
+}
+
+# Replaces the weights of `layer` in `model` with `values` (Keras order).
+write_layer_state <- function(model, layer, values, call = sys.call(-1)) {
+  w <- model$get_weights()
+  k <- layer_weight_offset(model, layer, values, w, call = call)
+  if (is.na(k)) return(invisible(model))
+  for (j in seq_along(values)) {
+    target <- w[[k + j]]  # keeps the shape get_weights() gives
+    target[] <- as.numeric(values[[j]])
+    w[[k + j]] <- target
+  }
+  model$set_weights(w)
   invisible(model)
 }

@@ -139,6 +139,9 @@ test_that("adapt() after the model is built updates the model; invert undoes nor
                ignore_attr = TRUE, tolerance = 1e-6)
   # A model giving the layer another number of features is a shape error.
   expect_error(adapt(norm, matrix(1:8, 4)), class = "mirrored_shape_error", regexp = "feature")
+  # ... and changes nothing.
+  expect_equal(predict(model, x, verbose = 0), matrix(c(-1, 1, -1, 1), 4, 3), ignore_attr = TRUE,
+               tolerance = 1e-6)
 })
 
 test_that("layer_rescaling() and layer_embedding() compute the right values", {

@@ -265,8 +265,8 @@ class Backend {
   // 0..input_dim-1 is an error (value) naming it and its position: thrown
   // at once by a synchronous backend; a CUDA backend writes zeros for it and
   // the next download()/synchronize() throws (as for bad labels).
-  virtual void embedding_forward(int64_t n, int64_t input_dim, int64_t output_dim,
-                                 const float* idx, const float* table, float* y) = 0;
+  virtual void embedding_forward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                                 const float* table, float* y) = 0;
   // dtable = 0, then dtable[idx[i], :] += dy[i, :] for i = 0..n-1 in that
   // order (indices already checked by embedding_forward): every element's
   // sum is taken in index order, whatever the device. n == 0 writes zeros.
