@@ -18,6 +18,12 @@ Layer <- R6::R6Class("mirrored_layer",
     seed = NULL,
     # input_shape = given to the first layer of a sequential model.
     input_shape = NULL,
+    # Values adapt() computed for the layer's variables (a list of arrays in
+    # the layer's weights order), written into every model built with the
+    # layer (R/layers-preprocessing.R); NULL when never adapted.
+    state_values = NULL,
+    # The models built with this layer, so that a later adapt() reaches them.
+    models = list(),
     initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
       self$seed <- draw_seed()

@@ -61,3 +61,67 @@ layer_batch_normalization <- function(object, axis = -1L, momentum = 0.99, epsil
                             scale = scale), inits, list(synchronized = synchronized)), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
+
+#' Layer normalization
+#'
+#' Normalizes each sample on its own over the last axis (or the last axes):
+#' `(x - mean) / sqrt(variance + epsilon) * gamma + beta`, with the mean and
+#' (biased) variance of that sample's values, as Keras' `LayerNormalization`.
+#' No statistics cross samples, so the layer behaves the same while training
+#' and at inference, and on any number of replicas.
+#'
+#' @inheritParams layer_dense
+#' @param axis The axis or axes to normalize over: `-1` (the last, the
+#'   default) or a vector of the last axes (e.g. `c(-2, -1)`, or their
+#'   positions counting the batch axis as 0). Other axes are not supported
+#'   yet (a `mirrored_not_yet_error`).
+#' @param epsilon Small positive number added to the variance.
+#' @param center,scale Whether the layer has the offset `beta` / the factor
+#'   `gamma` (each of the normalized axes' shape).
+#' @param rms_scaling Keras' deprecated option (keras3 passes it through
+#'   `...`): when `TRUE`, `center` and
+#'   `scale` are ignored and the output is `x / sqrt(variance + epsilon) *
+#'   gamma` (no centering, no `beta`).
+#' @param beta_initializer,gamma_initializer Initializer objects or names,
+#'   see [initializer_glorot_uniform()].
+#' @param beta_regularizer,gamma_regularizer,beta_constraint,gamma_constraint
+#'   Not supported yet; must be `NULL`.
+#' @return A layer, a symbolic tensor or the model, depending on `object`.
+#' @family layers
+#' @seealso [layer_batch_normalization()]
+#' @examples
+#' inputs <- keras_input(shape = c(5, 8))
+#' outputs <- inputs |> layer_dense(4) |> layer_layer_normalization()
+#' model <- keras_model(inputs, outputs)
+#' model
+#' @export
+layer_layer_normalization <- function(object, axis = -1L, epsilon = 0.001, center = TRUE,
+                                      scale = TRUE, beta_initializer = "zeros",
+                                      gamma_initializer = "ones", beta_regularizer = NULL,
+                                      gamma_regularizer = NULL, beta_constraint = NULL,
+                                      gamma_constraint = NULL, rms_scaling = FALSE, ...) {
+  if (!missing(object)) force(object)  # name upstream layers first, as Keras does
+  dots <- layer_dots(list(...))
+  if (!(is.numeric(axis) && length(axis) >= 1 && all(is.finite(axis)) && all(axis == round(axis)) &&
+        !anyDuplicated(axis))) {
+    abort_value("{.arg axis} must be a whole number or a vector of distinct whole numbers, not {describe(axis)}.")
+  }
+  neg <- axis[axis < 0]
+  if (length(axis) > 1 && length(neg) == length(axis) && !setequal(neg, -seq_along(axis))) {
+    abort_not_yet("{.arg axis} = {axis}: normalizing over axes other than the last ones is not supported yet.")
+  }
+  epsilon <- check_num(epsilon, "epsilon", min = 0, min_open = TRUE)
+  check_bool(center, "center")
+  check_bool(scale, "scale")
+  check_bool(rms_scaling, "rms_scaling")
+  check_not_yet_null(list(beta_regularizer = beta_regularizer, gamma_regularizer = gamma_regularizer,
+                          beta_constraint = beta_constraint, gamma_constraint = gamma_constraint))
+  inits <- list(beta_initializer = beta_initializer, gamma_initializer = gamma_initializer)
+  inits <- Map(function(init, arg) initializer_keras_config(as_initializer(init, arg)), inits, names(inits))
+  axis <- as.integer(axis)
+  layer <- new_layer("LayerNormalization",
+                     c(list(axis = if (length(axis) == 1) axis else as.list(axis), epsilon = epsilon,
+                            center = center, scale = scale, rms_scaling = rms_scaling), inits),
+                     dots)
+  compose_layer(if (missing(object)) NULL else object, layer)
+}

@@ -65,6 +65,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
                                               s$devices, model_threads(), collective_timeout(),
                                               private$.initialize, s$cross_device_ops %||% "",
                                               s$logical_per_gpu %||% 1L, allow_tf32()))
+      # Adapted layers' values (not when load_model() sets every weight next).
+      attach_layer_states(self, write = private$.initialize)
       private$.initialize <- TRUE
       comm <- cpp_model_communicator(private$.ptr)
       if (nzchar(comm[["note"]]) && !isTRUE(s$announced)) {

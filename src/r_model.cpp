@@ -129,10 +129,12 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
       std::vector<int64_t> dims = mr_glue::r_dims(w);
       const auto& want = p.shape.dims();
       MR_CHECK(static_cast<int64_t>(Rf_xlength(w)) == p.size &&
-                   (dims == want || (want.size() == 1 && dims.size() <= 2)),
+                   (dims == want || (want.size() == 1 && dims.size() <= 2) ||
+                    (want.empty() && dims.size() <= 1)),
                shape, "weight ", k + 1, " (", m->graph().node(p.node).name, "/", p.name,
                ") must have shape ", p.shape.str(), ", got ", mr::Shape(dims).str());
-      // Dims are checked above; a 1-D target accepts any vector of the right length.
+      // Dims are checked above; a 1-D target accepts any vector of the right
+      // length, a scalar (shape (), as Normalization's count) a length-1 vector.
       SEXP src = w;
       Rcpp::RObject tmp;
       if (want.size() == 1) {

@@ -238,6 +238,48 @@ class Backend {
   // returns its device address; ordered like any op.
   virtual const StepScalars* stage_scalars(const StepScalars& s) = 0;
 
+  // ---- layer normalization, embedding lookup, feature normalization --------
+  // (LayerNormalization, Embedding and Normalization layers.)
+  //
+  // Layer normalization of each row of a rows x cols view (the normalized
+  // axes flattened into cols). Per row, in double, in column order: mean =
+  // sum x / cols, var = sum (x - mean)^2 / cols (two passes), inv = 1 /
+  // sqrt(var + eps). Then, as Keras' ops.layer_normalization:
+  //   rms == false: y = (x - mean) * inv * gamma + beta;
+  //   rms == true (Keras' deprecated rms_scaling): y = x * inv * gamma.
+  // gamma / beta null mean 1 / 0. stats (2 floats per row) receives
+  // (mean, inv) for backward. rows == 0 does nothing.
+  virtual void layer_norm_forward(int64_t rows, int64_t cols, const float* x, const float* gamma,
+                                  const float* beta, float eps, bool rms, float* stats,
+                                  float* y) = 0;
+  // With u = (x - mean) * inv (rms: u = x * inv), xhat = (x - mean) * inv and
+  // g = dy * gamma: dx = inv * (g - mean_c(g) - xhat * mean_c(g * u)), the
+  // mean_c(g) term dropped when rms; row sums in double. dx may be null (no
+  // input gradient). dgamma[c] = sum_r dy * u and dbeta[c] = sum_r dy, in
+  // double in row order, when not null; rows == 0 writes zeros to them.
+  virtual void layer_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,
+                                   const float* gamma, const float* stats, bool rms, float* dx,
+                                   float* dgamma, float* dbeta) = 0;
+  // y[i, :] = table[idx[i], :] for i < n (idx: n indices stored as floats,
+  // table: input_dim x output_dim). An index that is not an integer in
+  // 0..input_dim-1 is an error (value) naming it and its position: thrown
+  // at once by a synchronous backend; a CUDA backend writes zeros for it and
+  // the next download()/synchronize() throws (as for bad labels).
+  virtual void embedding_forward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                                 const float* table, float* y) = 0;
+  // dtable = 0, then dtable[idx[i], :] += dy[i, :] for i = 0..n-1 in that
+  // order (indices already checked by embedding_forward): every element's
+  // sum is taken in index order, whatever the device. n == 0 writes zeros.
+  virtual void embedding_backward(int64_t n, int64_t input_dim, int64_t output_dim,
+                                  const float* idx, const float* dy, float* dtable) = 0;
+  // Keras' Normalization: with s = max(sqrt(var[c]), 1e-7) (Keras' epsilon),
+  // y = (x - mean[c]) / s, or y = mean[c] + x * s when invert.
+  virtual void normalize_columns(int64_t rows, int64_t cols, const float* x, const float* mean,
+                                 const float* var, bool invert, float* y) = 0;
+  // dx = dy / s, or dy * s when invert. dx may alias dy.
+  virtual void normalize_columns_backward(int64_t rows, int64_t cols, const float* dy,
+                                          const float* var, bool invert, float* dx) = 0;
+
  private:
   WaitLimits limits_;
 };

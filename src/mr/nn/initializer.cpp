@@ -23,6 +23,8 @@ constexpr NameKind kNames[] = {
     {"he_uniform", Initializer::Kind::he_uniform},
     {"random_normal", Initializer::Kind::random_normal},
     {"random_uniform", Initializer::Kind::random_uniform},
+    // Keras' alias (Embedding's default); names above win in initializer_name().
+    {"uniform", Initializer::Kind::random_uniform},
 };
 
 // Keras' compute_fans: the receptive field multiplies both fans for kernels of

@@ -98,6 +98,22 @@ class CpuBackend : public Backend {
   ThreadTeam team_;
   StepScalars own_scalars_;
   int64_t allocations_ = 0;
+  // ---- layer normalization, embedding lookup, feature normalization --------
+  // (cpu_layer_norm.cpp, cpu_embedding.cpp, cpu_feature_norm.cpp)
+ public:
+  void layer_norm_forward(int64_t rows, int64_t cols, const float* x, const float* gamma,
+                          const float* beta, float eps, bool rms, float* stats, float* y) override;
+  void layer_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,
+                           const float* gamma, const float* stats, bool rms, float* dx,
+                           float* dgamma, float* dbeta) override;
+  void embedding_forward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                         const float* table, float* y) override;
+  void embedding_backward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                          const float* dy, float* dtable) override;
+  void normalize_columns(int64_t rows, int64_t cols, const float* x, const float* mean,
+                         const float* var, bool invert, float* y) override;
+  void normalize_columns_backward(int64_t rows, int64_t cols, const float* dy, const float* var,
+                                  bool invert, float* dx) override;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -212,6 +212,28 @@ class CudaBackend final : public Backend {
   DeviceBuffer own_scalars_{nullptr, DeviceFree{}};  // stage_scalars()' block
   int64_t status_cols_ = 0;    // cols of the last sparse loss, for the message
   bool status_armed_ = false;  // a sparse loss ran since the last check
+  // ---- layer normalization, embedding lookup, feature normalization --------
+  // (cuda_layer_norm.cu, cuda_embedding.cu, cuda_feature_norm.cu)
+ public:
+  void layer_norm_forward(int64_t rows, int64_t cols, const float* x, const float* gamma,
+                          const float* beta, float eps, bool rms, float* stats, float* y) override;
+  void layer_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,
+                           const float* gamma, const float* stats, bool rms, float* dx,
+                           float* dgamma, float* dbeta) override;
+  void embedding_forward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                         const float* table, float* y) override;
+  void embedding_backward(int64_t n, int64_t input_dim, int64_t output_dim, const float* idx,
+                          const float* dy, float* dtable) override;
+  void normalize_columns(int64_t rows, int64_t cols, const float* x, const float* mean,
+                         const float* var, bool invert, float* y) override;
+  void normalize_columns_backward(int64_t rows, int64_t cols, const float* dy, const float* var,
+                                  bool invert, float* dx) override;
+
+ private:
+  // Embedding indices share the bad-label status word: a bad index sets the
+  // word's top bit (kIndexStatusTag), and check_status() names the index;
+  // this is the input_dim of the last embedding lookup, for the message.
+  int64_t status_input_dim_ = 0;
 };
 
 namespace cuda {
@@ -224,5 +246,10 @@ inline unsigned blocks_for(int64_t n, int64_t cap = 4096) {
 // Checks the launch that was just issued (configuration errors).
 void check_launch(const char* kernel, int ordinal);
 }  // namespace cuda
+
+// The status word's top bit marks a bad embedding index (cuda_embedding.cu);
+// without it the word holds a bad label (cuda_loss.cu). Positions stay below
+// 2^31, so the tag never collides with a position.
+constexpr unsigned long long kIndexStatusTag = 1ull << 63;
 
 }  // namespace mr

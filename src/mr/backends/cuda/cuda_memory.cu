@@ -286,11 +286,15 @@ void CudaBackend::check_status() {
   wait_idle("the bad-label status word");
   const unsigned long long word = *status_host_;
   if (word == std::numeric_limits<unsigned long long>::max()) return;
-  // High word: the row; low word: the label's bits (see cuda_loss.cu).
-  const auto row = static_cast<int64_t>(word >> 32);
+  // High word: the row (the position, for an embedding index, with the top
+  // bit kIndexStatusTag); low word: the value's bits (see cuda_loss.cu).
+  const auto row = static_cast<int64_t>((word & ~kIndexStatusTag) >> 32);
   const auto bits = static_cast<uint32_t>(word & 0xFFFFFFFFu);
   float label = 0.0f;
   std::memcpy(&label, &bits, sizeof(label));
+  if ((word & kIndexStatusTag) != 0)
+    fail(ErrorKind::value, "embedding index ", label, " at position ", row,
+         " is not an integer in 0..", status_input_dim_ - 1);
   fail(ErrorKind::value, "label ", label, " at row ", row, " is outside 0..", status_cols_ - 1);
 }
 

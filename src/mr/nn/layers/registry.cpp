@@ -13,7 +13,11 @@
   X(Dropout)              \
   X(Flatten)              \
   X(BatchNormalization)   \
-  X(Add)
+  X(Add)                  \
+  X(LayerNormalization)   \
+  X(Normalization)        \
+  X(Rescaling)            \
+  X(Embedding)
 
 namespace mr {
 
