@@ -9,6 +9,9 @@ MirroredModel <- R6::R6Class("mirrored_model",
     optimizer = NULL,
     loss = NULL,
     compiled_metrics = NULL,
+    # Per output: list(name, loss, weight, metrics) (R/model-outputs.R).
+    compiled_outputs = NULL,
+    loss_weights = NULL,
     stop_training = FALSE,
     history = NULL,
     jit_compile = FALSE,
@@ -44,7 +47,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
     }
   ),
   active = list(
-    layers = function() lapply(private$.graph$nodes, function(n) n$layer),
+    layers = function() lapply(private$.graph$nodes, function(n) as_layer_function(n$layer)),
     input_shape = function() private$.graph$nodes[[private$.graph$inputs[1] + 1]]$shape,
     output_shape = function() private$.graph$nodes[[private$.graph$outputs[1] + 1]]$shape,
     weights = function() self$get_weights()
@@ -96,6 +99,7 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       private$rebuild_graph()
     },
     add = function(layer) {
+      layer <- layer_object(layer)
       if (!inherits(layer, "mirrored_layer")) {
         abort_value("Only layers can be added to a sequential model, not {describe(layer)}.")
       }
@@ -130,7 +134,7 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     }
   ),
   active = list(
-    layers = function() private$.layers
+    layers = function() lapply(private$.layers, as_layer_function)
   ),
   private = list(
     .layers = list(),

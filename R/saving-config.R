@@ -176,7 +176,7 @@ layer_from_keras <- function(entry, custom_objects, what) {
   cfg <- cfg_get(entry, "config", list())
   if (!is.character(cls) || length(cls) != 1) abort_config(what, "a layer entry has no {.field class_name}.")
   if (!is.null(custom_objects[[cls]])) {
-    layer <- custom_objects[[cls]](cfg)
+    layer <- layer_object(custom_objects[[cls]](cfg))
     if (!inherits(layer, "mirrored_layer")) {
       abort_value("{.arg custom_objects}${cls} must return a layer, not {describe(layer)}.")
     }

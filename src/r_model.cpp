@@ -148,8 +148,10 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
   });
 }
 
+// `outputs`: one list per model output (loss = list(kind, from_logits,
+// name), weight, metrics = list of list(kind, threshold, name), name).
 // [[Rcpp::export]]
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::List metrics) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs) {
   guarded([&] {
     ModelPtr m(ptr);
     mr::CompileConfig c;
@@ -165,16 +167,25 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::Li
     o.nesterov = Rcpp::as<bool>(optimizer["nesterov"]);
     o.rho = Rcpp::as<double>(optimizer["rho"]);
     o.centered = Rcpp::as<bool>(optimizer["centered"]);
-    c.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
-    c.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
-    c.loss.name = Rcpp::as<std::string>(loss["name"]);
-    for (R_xlen_t i = 0; i < metrics.size(); ++i) {
-      const Rcpp::List mt = metrics[i];
-      mr::MetricConfig mc;
-      mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
-      mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
-      mc.name = Rcpp::as<std::string>(mt["name"]);
-      c.metrics.push_back(mc);
+    for (R_xlen_t k = 0; k < outputs.size(); ++k) {
+      const Rcpp::List out = outputs[k];
+      const Rcpp::List loss = out["loss"];
+      mr::OutputConfig oc;
+      oc.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
+      oc.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
+      oc.loss.name = Rcpp::as<std::string>(loss["name"]);
+      oc.weight = static_cast<float>(Rcpp::as<double>(out["weight"]));
+      oc.name = Rcpp::as<std::string>(out["name"]);
+      const Rcpp::List metrics = out["metrics"];
+      for (R_xlen_t i = 0; i < metrics.size(); ++i) {
+        const Rcpp::List mt = metrics[i];
+        mr::MetricConfig mc;
+        mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
+        mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
+        mc.name = Rcpp::as<std::string>(mt["name"]);
+        oc.metrics.push_back(mc);
+      }
+      c.outputs.push_back(oc);
     }
     m->compile(c);
   });
