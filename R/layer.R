@@ -21,6 +21,9 @@ Layer <- R6::R6Class("mirrored_layer",
     # The function users hold (as_layer_function()), made once so that the
     # same layer is always the same (identical) function.
     fn = NULL,
+    # The per-sample input shapes of the first call, and the weights they
+    # gave: every later call (a shared layer) must need the same weights.
+    built_weights = NULL,
     initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
       self$seed <- draw_seed()
@@ -195,5 +198,17 @@ call_layer <- function(layer, x, call = sys.call(-1)) {
                 call = call)
   }
   xs <- unname(xs)
-  keras_tensor(layer, xs, layer$output_shape(lapply(xs, function(t) t$shape), call = call))
+  shapes <- lapply(xs, function(t) t$shape)
+  spec <- layer$spec(shapes, call = call)
+  weights <- lapply(spec$weights$shape %||% list(), as.integer)
+  if (is.null(layer$built_weights)) {
+    layer$built_weights <- list(shapes = shapes, weights = weights)
+  } else if (!identical(layer$built_weights$weights, weights)) {
+    fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(s, collapse = ", "), ")"), ""),
+                              collapse = ", ")
+    abort_kind("shape", c("Layer {.val {layer$name}} is shared: it was first called on {fmt(layer$built_weights$shapes)} and is now called on {fmt(shapes)}, which needs other weights.",
+                          i = "A shared layer has one set of weights: call it on inputs of compatible shapes."),
+               call = call)
+  }
+  keras_tensor(layer, xs, as.integer(spec$output_shape))
 }

@@ -59,9 +59,11 @@ MirroredModel <- R6::R6Class("mirrored_model",
     build_core = function() {
       g <- private$.graph
       if (is.null(g)) abort_value("Model {.val {self$name}} has no input shape yet: give {.arg input_shape} or fit it on data.")
-      nodes <- lapply(g$nodes, function(n) {
+      shares <- graph_shares(g)
+      nodes <- lapply(seq_along(g$nodes), function(k) {
+        n <- g$nodes[[k]]
         list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
-             config = n$layer$config, seed = n$layer$seed)
+             config = n$layer$config, seed = n$layer$seed, shares = shares[k])
       })
       s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),

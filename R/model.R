@@ -143,6 +143,18 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   model
 }
 
+# For each node of a graph: -1, or the 0-based index of the earlier node
+# whose layer it calls again (a shared layer; the first call owns it).
+graph_shares <- function(g) {
+  seen <- list()
+  vapply(seq_along(g$nodes), function(k) {
+    l <- g$nodes[[k]]$layer
+    for (j in seq_along(seen)) if (identical(seen[[j]]$layer, l)) return(seen[[j]]$index)
+    seen[[length(seen) + 1L]] <<- list(layer = l, index = k - 1L)
+    -1L
+  }, integer(1))
+}
+
 as_tensor_list <- function(x, arg, call = sys.call(-1)) {
   if (is_keras_tensor(x)) return(list(x))
   if (is.list(x) && length(x) > 0 && all(vapply(x, is_keras_tensor, logical(1)))) return(unname(x))
@@ -179,15 +191,19 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
       abort_value("Input {.val {t$node$layer$name}} is not connected to the outputs.", call = call)
     }
   }
+  # A layer called at several places (a shared layer) is one layer: its
+  # nodes share its weights. Two different layers may not share a name.
   layer_names <- vapply(nodes, function(t) t$node$layer$name, character(1))
   for (nm in unique(layer_names[duplicated(layer_names)])) {
     same <- nodes[layer_names == nm]
-    shared <- identical(same[[1]]$node$layer, same[[2]]$node$layer)
-    if (shared) {
-      abort_value("Layer {.val {nm}} is called more than once in the model; shared layers are not supported yet.",
-                  call = call)
+    for (t in same[-1]) {
+      if (!identical(t$node$layer, same[[1]]$node$layer)) {
+        abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
+      }
     }
-    abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
+    if (same[[1]]$node$layer$class_name == "InputLayer") {
+      abort_value("Input {.val {nm}} appears twice in the model.", call = call)
+    }
   }
   list(
     nodes = lapply(seq_along(nodes), function(k) {

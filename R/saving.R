@@ -132,6 +132,8 @@ weights_layout <- function(model) {
   g <- model$graph()
   if (is.null(g)) abort_value("Model {.val {model$name}} is not built yet (no input shape): it has no weights to save or load.")
   idx <- seq_along(g$nodes) - 1L
+  # A shared layer is one layer: its later calls have no weights of their own.
+  idx <- idx[graph_shares(g) < 0]
   if (inherits(model, "mirrored_sequential")) idx <- idx[-1]
   used <- list()
   groups <- names <- character(length(idx))

@@ -41,9 +41,12 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       const Rcpp::List nd = nodes[i];
       mr::GraphNode g;
       g.name = Rcpp::as<std::string>(nd["name"]);
-      g.layer = mr::make_layer(Rcpp::as<std::string>(nd["class_name"]),
-                               mr_glue::json_from_r(nd["config"]),
-                               static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
+      // A later call of a shared layer names the node owning the layer (0-based).
+      g.shares = nd.containsElementNamed("shares") ? Rcpp::as<int>(nd["shares"]) : -1;
+      if (g.shares < 0)
+        g.layer = mr::make_layer(Rcpp::as<std::string>(nd["class_name"]),
+                                 mr_glue::json_from_r(nd["config"]),
+                                 static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
       g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
       gn.push_back(std::move(g));
     }
