@@ -262,3 +262,22 @@ test_that("multi-input, multi-output and shared-layer models round-trip through 
                evaluate(model, list(xa, xb), list(matrix(0, 5, 2), matrix(0, 5, 3)), verbose = 0),
                tolerance = 1e-6)
 })
+
+test_that("Keras-written multi-input, multi-output and shared-layer files load and predict as Keras did", {
+  dir <- test_path("fixtures", "keras")
+  csv <- function(f) unname(as.matrix(utils::read.csv(file.path(dir, f), header = FALSE)))
+  two <- load_model(file.path(dir, "func_two_io.keras"))
+  xs <- list(csv("func_two_io_x1.csv"), csv("func_two_io_x2.csv"))
+  p <- predict(two, xs, verbose = 0)
+  expect_equal(p[[1]], csv("func_two_io_y1.csv"), tolerance = 1e-5)
+  expect_equal(p[[2]], csv("func_two_io_y2.csv"), tolerance = 1e-5)
+  # Its compile config: losses, metrics and weights per output.
+  expect_equal(vapply(two$compiled_outputs, function(o) o$weight, 1), c(0.5, 2))
+  ev <- evaluate(two, xs, list(matrix(0, 16, 2), rep(1, 16)), verbose = 0)
+  expect_equal(ev$loss, 0.5 * ev$reg_loss + 2 * ev$cls_loss, tolerance = 1e-5)
+  expect_equal(ev$reg_loss, mean(p[[1]]^2), tolerance = 1e-5)
+  shared <- load_model(file.path(dir, "func_shared.keras"))
+  expect_length(get_weights(shared), 4)
+  expect_equal(predict(shared, list(csv("func_shared_x1.csv"), csv("func_shared_x2.csv")), verbose = 0),
+               csv("func_shared_y1.csv"), tolerance = 1e-5)
+})

@@ -65,7 +65,7 @@ class Executor {
   std::vector<NodeBuffers> buf_;
   int64_t scratch_ = -1;  // for nodes whose output feeds several consumers
   std::vector<char> grad_written_;
-  int64_t param_scratch_ = -1;           // gradients of a shared layer's later call
+  int64_t param_scratch_ = -1;            // gradients of a shared layer's later call
   std::vector<char> param_grad_written_;  // per node owning variables, in this pass
 };
 
