@@ -10,11 +10,15 @@
 #' or on a GPU) is stopped with a `mirrored_interrupted_error`.
 #'
 #' @param object A compiled model.
-#' @param x Inputs: an array with samples along the first dimension, or a
-#'   dataset (see [tensor_slices_dataset()]) whose elements are batches
-#'   `list(x, y)`; then `y` and `batch_size` must be `NULL`, `shuffle` is
+#' @param x Inputs: an array with samples along the first dimension (for a
+#'   model of several inputs, a list of arrays in input order or a list
+#'   named by the inputs' names), or a dataset (see [tensor_slices_dataset()])
+#'   whose elements are batches `list(x, y)` (several inputs or outputs:
+#'   `list(list(a, b), list(y1, y2))`, or those arrays as one flat list); then `y` and `batch_size` must be `NULL`, `shuffle` is
 #'   ignored (shuffle the dataset) and `validation_data` may be a dataset too.
-#' @param y Targets: class indices (0-based) for sparse losses, else an array.
+#' @param y Targets: class indices (0-based) for sparse losses, else an
+#'   array; for a model of several outputs a list of them in output order or
+#'   named by output.
 #' @param ... Unused.
 #' @param batch_size Samples per global batch (default 32).
 #' @param epochs Index of the last epoch to train.
@@ -172,7 +176,9 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
 #' @param x Inputs: an array with samples along the first dimension, or a
 #'   dataset of batches `list(x)` or `list(x, y)` (`y` is ignored).
 #' @param steps Batches to predict (default: all).
-#' @return A matrix with one row per sample (an array for outputs of rank > 1).
+#' @return A matrix with one row per sample (an array for outputs of rank >
+#'   1); for a model of several outputs a list of them (named when
+#'   [keras_model()] was given a named list of outputs).
 #' @family training functions
 #' @seealso [fit.mirrored_model()]
 #' @examples
@@ -378,6 +384,7 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
   n <- info$components
   n_in <- if (is.null(model$graph())) 1L else length(model$graph()$inputs)
   n_out <- model_output_count(model)
+  check_dataset_structure(model, ds$structure, n_in, n_out, arg, targets, call)
   if (!is.na(n)) {
     want_n <- n_in + n_out
     form <- if (n_in + n_out == 2) "{.code list(x, y)}" else
@@ -415,4 +422,29 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
     }
   }
   with_core(cpp_dataset_source(ds$ptr, continue), call = call)
+}
+
+# Elements of nested lists (list(list(a, b), y), list(x = list(a = , b = ),
+# y = ...)): the groups must be the model's inputs and its targets; named
+# inner lists must name them in the model's order (the core feeds the flat
+# components in order).
+check_dataset_structure <- function(model, st, n_in, n_out, arg, targets, call) {
+  if (is.null(st)) return(invisible())
+  sizes <- st$sizes
+  ok <- length(sizes) >= 1 && sizes[1] == n_in &&
+    (if (targets) length(sizes) == 2 && sizes[2] == n_out else length(sizes) == 1 || (length(sizes) == 2 && sizes[2] == n_out))
+  if (!ok) {
+    groups <- paste(sizes, collapse = " and ")
+    abort_value(c("The elements of {.arg {arg}} hold groups of {groups} arrays; the model takes {n_in} input{?s} and {n_out} output{?s}",
+                  "({.code list(list(<inputs>), list(<targets>))})."), call = call)
+  }
+  check_names <- function(got, want, what) {
+    if (!is.null(got) && !identical(got, want)) {
+      abort_value("The {what} of the elements of {.arg {arg}} are named {.val {got}}; name them as the model's {what} in order: {.val {want}}.",
+                  call = call)
+    }
+  }
+  check_names(st$inner[[1]], model_input_names(model), "inputs")
+  if (length(sizes) == 2) check_names(st$inner[[2]], model_output_names(model), "outputs")
+  invisible()
 }

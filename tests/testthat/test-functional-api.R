@@ -223,7 +223,7 @@ test_that("multi-input, multi-output, shared-layer training is the same on 1 and
   expect_equal(one$loss, three$loss, tolerance = 1e-5)
 })
 
-test_that("datasets feed several inputs and outputs as a flat list of components", {
+test_that("datasets feed several inputs and outputs (nested or flat elements)", {
   set_random_seed(6)
   model <- two_io_model()
   model |> compile(optimizer = "sgd", loss = list("mse", "sparse_categorical_crossentropy"))
@@ -236,6 +236,21 @@ test_that("datasets feed several inputs and outputs as a flat list of components
   expect_equal(ev_ds, ev, tolerance = 1e-6)
   expect_error(evaluate(model, tensor_slices_dataset(list(xa, ya)) |> dataset_batch(4), verbose = 0),
                class = "mirrored_value_error")
+  # Nested elements, as Keras takes them: list(list(a, b), list(y1, y2)) or named.
+  nested <- tensor_slices_dataset(list(list(xa, xb), list(ya, yb))) |> dataset_shuffle(8, seed = 1) |>
+    dataset_batch(3)
+  expect_equal(evaluate(model, nested, verbose = 0), ev, tolerance = 1e-6)
+  named <- tensor_slices_dataset(list(x = list(in_a = xa, in_b = xb), y = list(reg = ya, cls = yb))) |>
+    dataset_batch(8)
+  expect_equal(evaluate(model, named, verbose = 0), ev, tolerance = 1e-6)
+  p <- predict(model, tensor_slices_dataset(list(list(xa, xb))) |> dataset_batch(5), verbose = 0)
+  expect_equal(p, predict(model, list(xa, xb), verbose = 0))
+  swapped <- tensor_slices_dataset(list(list(in_b = xb, in_a = xa), list(ya, yb))) |> dataset_batch(8)
+  e <- expect_error(evaluate(model, swapped, verbose = 0), class = "mirrored_value_error")
+  expect_match(conditionMessage(e), "in_a")
+  e <- expect_error(evaluate(model, tensor_slices_dataset(list(list(xa), list(ya, yb))) |> dataset_batch(8),
+                             verbose = 0), class = "mirrored_value_error")
+  expect_match(conditionMessage(e), "2 inputs")
 })
 
 test_that("multi-input, multi-output and shared-layer models round-trip through .keras files", {
