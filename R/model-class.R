@@ -102,6 +102,10 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     },
     add = function(layer) {
       layer <- layer_object(layer)
+      if (inherits(layer, "mirrored_model")) {
+        abort_not_yet(c("Models nested in models are not supported yet: {.val {layer$name}} cannot be added to {.val {self$name}}.",
+                        i = "Add its layers instead (they keep their weights only within one model)."))
+      }
       if (!inherits(layer, "mirrored_layer")) {
         abort_value("Only layers can be added to a sequential model, not {describe(layer)}.")
       }

@@ -210,6 +210,10 @@ layer_from_keras <- function(entry, custom_objects, what) {
   }
   name <- cfg_get(cfg, "name")
   if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
+  if (cls %in% c("Functional", "Sequential", "Model")) {
+    abort_not_yet("{what}: {.val {name}} is a model nested in the model; mirrored does not load nested models yet.",
+                  call = NULL)
+  }
   tryCatch(Layer$new(cls, cfg), mirrored_error = function(e) {
     abort_config(what, "layer {.val {name}}: {conditionMessage(e)}")
   })

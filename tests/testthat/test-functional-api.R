@@ -296,3 +296,15 @@ test_that("Keras-written multi-input, multi-output and shared-layer files load a
   expect_equal(predict(shared, list(csv("func_shared_x1.csv"), csv("func_shared_x2.csv")), verbose = 0),
                csv("func_shared_y1.csv"), tolerance = 1e-5)
 })
+
+test_that("nested models are a not-yet error, not a wrong model", {
+  inner <- keras_model_sequential(input_shape = 3) |> layer_dense(units = 2)
+  outer <- keras_model_sequential(input_shape = 3)
+  expect_error(outer$add(inner), class = "mirrored_not_yet_error")
+  expect_error(keras_model_sequential(input_shape = 3, layers = list(inner)), class = "mirrored_not_yet_error")
+  # A Keras file whose model holds a model.
+  cfg <- list(class_name = "Sequential", config = list(name = "outer", layers = list(
+    list(class_name = "InputLayer", config = list(batch_shape = list(NULL, 3L), dtype = "float32", name = "in")),
+    list(class_name = "Sequential", config = list(name = "inner", layers = list())))))
+  expect_error(from_config(cfg), class = "mirrored_not_yet_error")
+})
