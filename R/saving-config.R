@@ -154,8 +154,14 @@ model_inner_config <- function(model) {
     t <- lapply(idx, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L))
     if (length(t) == 1) t[[1]] else t
   }
+  outputs <- triple(g$outputs)
+  # Named outputs are Keras' dict outputs: output_layers is a dict by name.
+  if (!is.null(g$output_names)) {
+    outputs <- stats::setNames(lapply(g$outputs, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L)),
+                               g$output_names)
+  }
   list(name = model$name, trainable = TRUE, layers = entries, input_layers = triple(g$inputs),
-       output_layers = triple(g$outputs))
+       output_layers = outputs)
 }
 
 # The full serialized model (config.json).
@@ -314,8 +320,12 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
     })
   }
   ins <- pick(cfg_get(cfg, "input_layers"), "input_layers")
-  outs <- pick(cfg_get(cfg, "output_layers"), "output_layers")
-  keras_model(if (length(ins) == 1) ins[[1]] else ins, if (length(outs) == 1) outs[[1]] else outs,
+  out_spec <- cfg_get(cfg, "output_layers")
+  outs <- pick(if (is.null(names(out_spec))) out_spec else unname(out_spec), "output_layers")
+  # A dict of outputs names them.
+  if (!is.null(names(out_spec))) names(outs) <- names(out_spec)
+  keras_model(if (length(ins) == 1) ins[[1]] else ins,
+              if (length(outs) == 1 && is.null(names(outs))) outs[[1]] else outs,
               name = name)
 }
 

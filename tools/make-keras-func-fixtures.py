@@ -60,6 +60,18 @@ def main():
     m.fit([xa, xa[::-1]], rng.random((n, 2)), epochs=2, batch_size=8, verbose=0)
     save("func_shared", m, [xa, xa[::-1].copy()])
 
+    # Dict outputs: named by their keys, compiled with a dict of losses.
+    x = keras.Input(shape=(3,), name="x")
+    m = keras.Model(x, {"p": keras.layers.Dense(2, name="d1")(x), "q": keras.layers.Dense(1, name="d2")(x)})
+    m.compile(optimizer="sgd", loss={"p": "mse", "q": "mse"}, loss_weights={"p": 1.0, "q": 3.0})
+    m.fit(xa, {"p": rng.random((n, 2)), "q": rng.random((n, 1))}, epochs=1, verbose=0)
+    os.makedirs(OUT, exist_ok=True)
+    m.save(os.path.join(OUT, "func_dict_outputs.keras"))
+    np.savetxt(os.path.join(OUT, "func_dict_outputs_x1.csv"), xa, delimiter=",", fmt="%.9g")
+    ys = m.predict(xa, verbose=0)
+    for k in ("p", "q"):
+        np.savetxt(os.path.join(OUT, f"func_dict_outputs_{k}.csv"), ys[k], delimiter=",", fmt="%.9g")
+
 
 if __name__ == "__main__":
     main()

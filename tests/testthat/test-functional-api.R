@@ -297,6 +297,25 @@ test_that("Keras-written multi-input, multi-output and shared-layer files load a
                csv("func_shared_y1.csv"), tolerance = 1e-5)
 })
 
+test_that("named outputs (Keras' dict outputs) round-trip and load from Keras", {
+  dir <- test_path("fixtures", "keras")
+  csv <- function(f) unname(as.matrix(utils::read.csv(file.path(dir, f), header = FALSE)))
+  m <- load_model(file.path(dir, "func_dict_outputs.keras"))
+  x <- csv("func_dict_outputs_x1.csv")
+  p <- predict(m, x, verbose = 0)
+  expect_named(p, c("p", "q"))
+  expect_equal(p$p, csv("func_dict_outputs_p.csv"), tolerance = 1e-5)
+  expect_equal(p$q, csv("func_dict_outputs_q.csv"), tolerance = 1e-5)
+  expect_equal(vapply(m$compiled_outputs, function(o) o$weight, 1), c(1, 3))
+  path <- tempfile(fileext = ".keras")
+  save_model(m, path)
+  expect_named(keras_file_config(path)$config$output_layers, c("p", "q"))
+  back <- load_model(path)
+  expect_equal(predict(back, x, verbose = 0), p, tolerance = 1e-6)
+  y <- list(q = matrix(0, 16, 1), p = matrix(0, 16, 2))
+  expect_equal(evaluate(back, x, y, verbose = 0), evaluate(m, x, y, verbose = 0), tolerance = 1e-6)
+})
+
 test_that("nested models are a not-yet error, not a wrong model", {
   inner <- keras_model_sequential(input_shape = 3) |> layer_dense(units = 2)
   outer <- keras_model_sequential(input_shape = 3)
