@@ -47,7 +47,13 @@ MirroredModel <- R6::R6Class("mirrored_model",
     }
   ),
   active = list(
-    layers = function() lapply(private$.graph$nodes, function(n) as_layer_function(n$layer)),
+    # Each layer once (a shared layer's later calls are not listed again).
+    layers = function() {
+      g <- private$.graph
+      lapply(g$nodes[graph_shares(g) < 0], function(n) as_layer_function(n$layer))
+    },
+    input_names = function() model_input_names(self),
+    output_names = function() model_output_names(self),
     input_shape = function() private$.graph$nodes[[private$.graph$inputs[1] + 1]]$shape,
     output_shape = function() private$.graph$nodes[[private$.graph$outputs[1] + 1]]$shape,
     weights = function() self$get_weights()

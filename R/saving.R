@@ -493,5 +493,5 @@ from_config <- function(config, custom_objects = NULL) {
   }
   what <- "config"
   if (cls %in% c("Functional", "Sequential", "Model")) return(model_from_keras(cls, config, custom_objects, what))
-  layer_from_keras(list(class_name = cls, config = config), custom_objects, what)
+  as_layer_function(layer_from_keras(list(class_name = cls, config = config), custom_objects, what))
 }

@@ -188,6 +188,8 @@ test_that("a shared layer has one set of weights and the sum of its calls' gradi
     expect_equal(as.numeric(g[[k]]), as.numeric(fd), tolerance = 1e-4)
   }
   expect_output(summary(model), "shared_d\\[1\\]\\[0\\]")
+  expect_equal(vapply(model$layers, function(l) l$name, ""), c(model$layers[[1]]$name, "shared_d", "head"))
+  expect_equal(model$output_names, "head")
   # Called on inputs that need other weights: a shape error naming the layer.
   z <- keras_input(shape = 5)
   e <- expect_error(keras_model(list(x, z), list(d(z), y)), class = "mirrored_shape_error")

@@ -135,8 +135,10 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
 void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   Backend& be = replicas_.backend(rank);
+  // Output k's sums follow output k - 1's (metric_offsets()), computed in
+  // place so that the step allocates nothing.
   double* sums = state_.metric_sums(rank);
-  const std::vector<size_t> off = metric_offsets(c);
+  size_t at = 0;
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const OutputConfig& o = c.outputs[k];
     const int kk = static_cast<int>(k);
@@ -148,10 +150,11 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     be.loss(o.loss.kind, o.loss.from_logits, count, cols, out, tgt, grad_scale * o.weight, grad,
-            sums + off[k]);
+            sums + at);
     for (size_t m = 0; m < o.metrics.size(); ++m)
       be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
-                sums + off[k] + 1 + 2 * m);
+                sums + at + 1 + 2 * m);
+    at += 1 + 2 * o.metrics.size();
   }
 }
 
