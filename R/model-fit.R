@@ -136,7 +136,9 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' @inheritParams fit.mirrored_model
 #' @param steps Batches to evaluate (default: all).
 #' @param sample_weight Not supported yet (must be `NULL`).
-#' @return A named list: `loss` and one entry per metric.
+#' @return A named list: `loss` and one entry per metric; for a model of
+#'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),
+#'   `<output>_loss` and `<output>_<metric>`.
 #' @family training functions
 #' @seealso [fit.mirrored_model()]
 #' @examples
