@@ -188,7 +188,8 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
                   call = call)
     }
     if (!(t$node$id %in% ids)) {
-      abort_value("Input {.val {t$node$layer$name}} is not connected to the outputs.", call = call)
+      abort_value(c("{.arg inputs} holds input {.val {t$node$layer$name}}, which is not connected to {.arg outputs}:",
+                    "every input must be used to compute the outputs."), call = call)
     }
   }
   # A layer called at several places (a shared layer) is one layer: its
