@@ -63,6 +63,10 @@ test_that("x of another per-sample shape than the input is a shape error naming 
   }
   ds <- tensor_slices_dataset(list(x3, matrix(0, 4, 2))) |> dataset_batch(2)
   expect_error(fit(model, ds, verbose = 0), class = "mirrored_shape_error")
+  # Element shapes known only by iterating (an R map): the core checks them.
+  mapped <- ds |> dataset_map(function(x, y) list(x, y))
+  e <- expect_error(fit(model, mapped, verbose = 0), class = "mirrored_shape_error")
+  expect_match(conditionMessage(e), "\\(None, 28, 28\\).*\\(None, 784\\)")
   # A trailing dimension of 1 is added or dropped, as Keras does.
   m1 <- keras_model_sequential(input_shape = c(3, 1)) |> layer_flatten() |> layer_dense(units = 1)
   expect_equal(dim(predict(m1, matrix(1, 2, 3), verbose = 0)), c(2L, 1L))

@@ -9,6 +9,22 @@
 namespace mr {
 
 namespace {
+// Keras 3 (Functional._adjust_input_rank) takes per-sample shapes equal to
+// the input's, or differing by one trailing dimension of 1. No allocation:
+// it runs for every batch.
+bool keras_rank_compatible(const int64_t* got, size_t ng, const std::vector<int64_t>& want) {
+  auto same = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (got[i] != want[i]) return false;
+    return true;
+  };
+  const size_t nw = want.size();
+  if (ng == nw) return same(nw);
+  if (ng + 1 == nw) return want.back() == 1 && same(ng);
+  if (ng == nw + 1) return got[ng - 1] == 1 && same(nw);
+  return false;
+}
+
 PlacementOptions threads_and_timeout(int threads, double timeout) {
   PlacementOptions o;
   o.threads_per_replica = threads;
@@ -94,9 +110,16 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
            targets ? " and the targets" : "");
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = graph_->out_shape(graph_->inputs()[k]);
-    MR_CHECK(batch.parts[k].width == s.numel(), shape, "input ", k + 1, " has ",
-             batch.parts[k].width, " values per sample; the model expects shape ",
-             s.str_with_batch());
+    const HostComponent& c = batch.parts[k];
+    if (c.rank >= 0 &&
+        !keras_rank_compatible(c.dims.data(), static_cast<size_t>(c.rank), s.dims())) {
+      const std::vector<int64_t> got(c.dims.begin(), c.dims.begin() + c.rank);
+      fail(ErrorKind::shape, "input ", k + 1, " (x) has samples of shape ",
+           Shape(got).str_with_batch(), "; the model expects shape ", s.str_with_batch(),
+           " (Keras adds or drops a trailing dimension of 1 only; it does not reshape)");
+    }
+    MR_CHECK(c.width == s.numel(), shape, "input ", k + 1, " has ", c.width,
+             " values per sample; the model expects shape ", s.str_with_batch());
   }
   if (targets) {
     const size_t n_out = config_.outputs.size();
