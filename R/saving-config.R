@@ -84,6 +84,7 @@ loss_keras_config <- function(loss) {
 }
 
 metric_keras_config <- function(m) {
+  if (!is.null(m$string)) return(m$string)
   if (m$name %in% c("accuracy", "acc")) return(m$name)
   cfg <- list(name = m$name, dtype = "float32")
   if (m$kind == "binary_accuracy") cfg$threshold <- as.numeric(m$threshold)

@@ -99,20 +99,20 @@ test_that("several inputs and outputs: the loss is the weighted sum of the outpu
   expect_equal(dim(p[[2]]), c(n, 3L))
   # Named inputs and outputs are matched by name, in any order.
   ev <- evaluate(model, list(in_b = xb, in_a = xa), list(cls = yb, reg = ya), verbose = 0)
-  expect_named(ev, c("cls_accuracy", "cls_loss", "loss", "reg_loss", "reg_mean_absolute_error"))
+  expect_named(ev, c("cls_accuracy", "cls_loss", "loss", "reg_loss", "reg_mae"))
   l_reg <- mean((p[[1]] - ya)^2)
   lg <- p[[2]]
   l_cls <- mean(log(rowSums(exp(lg))) - lg[cbind(seq_len(n), yb + 1)])
   expect_equal(ev$reg_loss, l_reg, tolerance = 1e-5)
   expect_equal(ev$cls_loss, l_cls, tolerance = 1e-5)
   expect_equal(ev$loss, 0.7 * l_reg + 0.3 * l_cls, tolerance = 1e-5)
-  expect_equal(ev$reg_mean_absolute_error, mean(abs(p[[1]] - ya)), tolerance = 1e-5)
+  expect_equal(ev$reg_mae, mean(abs(p[[1]] - ya)), tolerance = 1e-5)
   expect_equal(ev$cls_accuracy, mean(max.col(lg, "first") - 1 == yb), tolerance = 1e-6)
   h <- fit(model, list(xa, xb), list(ya, yb), epochs = 2, batch_size = 5, verbose = 0,
            validation_split = 0.25)
-  expect_named(h$metrics, c("cls_accuracy", "cls_loss", "loss", "reg_loss", "reg_mean_absolute_error",
+  expect_named(h$metrics, c("cls_accuracy", "cls_loss", "loss", "reg_loss", "reg_mae",
                             "val_cls_accuracy", "val_cls_loss", "val_loss", "val_reg_loss",
-                            "val_reg_mean_absolute_error"))
+                            "val_reg_mae"))
   # Callbacks monitor an output's loss.
   es <- callback_early_stopping(monitor = "val_reg_loss", patience = 0)
   expect_no_error(fit(model, list(xa, xb), list(ya, yb), epochs = 2, verbose = 0,
@@ -129,7 +129,7 @@ test_that("a named list of outputs names predict()'s list, the losses and the lo
   p <- predict(model, list(in_a = xa, in_b = xb), verbose = 0)
   expect_named(p, c("r", "c"))
   ev <- evaluate(model, list(xa, xb), list(r = matrix(0, n, 2), c = rep(1, n)), verbose = 0)
-  expect_named(ev, c("c_loss", "loss", "r_loss", "r_mean_absolute_error"))
+  expect_named(ev, c("c_loss", "loss", "r_loss", "r_mae"))
   expect_equal(ev$loss, 2 * ev$c_loss + ev$r_loss, tolerance = 1e-5)
 })
 
