@@ -145,8 +145,8 @@ cpp_model_set_weights <- function(ptr, weights) {
     invisible(.Call(`_mirrored_cpp_model_set_weights`, ptr, weights))
 }
 
-cpp_model_compile <- function(ptr, optimizer, loss, metrics) {
-    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, loss, metrics))
+cpp_model_compile <- function(ptr, optimizer, outputs) {
+    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, outputs))
 }
 
 cpp_model_set_learning_rate <- function(ptr, lr) {

@@ -1,7 +1,7 @@
 # Transforms of datasets, with tfdatasets' names, argument names and
 # defaults. Each returns a new dataset; the input is unchanged.
 
-wrap_transform <- function(dataset, ptr) new_dataset(ptr)
+wrap_transform <- function(dataset, ptr) derive_dataset(dataset, ptr)
 
 #' Combine consecutive elements into batches
 #'
@@ -26,7 +26,7 @@ dataset_batch <- function(dataset, batch_size, drop_remainder = FALSE, num_paral
   check_dataset(dataset)
   batch_size <- check_int(batch_size, "batch_size", min = 1)
   check_bool(drop_remainder, "drop_remainder")
-  new_dataset(with_core(cpp_dataset_batch(dataset$ptr, batch_size, drop_remainder)))
+  derive_dataset(dataset, with_core(cpp_dataset_batch(dataset$ptr, batch_size, drop_remainder)))
 }
 
 #' Shuffle the elements of a dataset
@@ -59,7 +59,7 @@ dataset_shuffle <- function(dataset, buffer_size, seed = NULL, reshuffle_each_it
   seed <- draw_seed(seed)
   reshuffle <- reshuffle_each_iteration %||% TRUE
   check_bool(reshuffle, "reshuffle_each_iteration")
-  new_dataset(with_core(cpp_dataset_shuffle(dataset$ptr, buffer_size, seed, reshuffle)))
+  derive_dataset(dataset, with_core(cpp_dataset_shuffle(dataset$ptr, buffer_size, seed, reshuffle)))
 }
 
 # NULL or -1 (forever / all) or a whole number >= 0.
@@ -82,7 +82,7 @@ check_count <- function(count, arg = "count", null_ok = FALSE, call = sys.call(-
 dataset_repeat <- function(dataset, count = NULL) {
   check_dataset(dataset)
   count <- check_count(count, null_ok = TRUE)
-  new_dataset(with_core(cpp_dataset_repeat(dataset$ptr, count)))
+  derive_dataset(dataset, with_core(cpp_dataset_repeat(dataset$ptr, count)))
 }
 
 #' Take or skip the first elements of a dataset
@@ -101,14 +101,14 @@ dataset_repeat <- function(dataset, count = NULL) {
 #' @export
 dataset_take <- function(dataset, count) {
   check_dataset(dataset)
-  new_dataset(with_core(cpp_dataset_take(dataset$ptr, check_count(count))))
+  derive_dataset(dataset, with_core(cpp_dataset_take(dataset$ptr, check_count(count))))
 }
 
 #' @rdname dataset_take
 #' @export
 dataset_skip <- function(dataset, count) {
   check_dataset(dataset)
-  new_dataset(with_core(cpp_dataset_skip(dataset$ptr, check_count(count))))
+  derive_dataset(dataset, with_core(cpp_dataset_skip(dataset$ptr, check_count(count))))
 }
 
 #' Cache the elements of a dataset
@@ -145,7 +145,7 @@ dataset_cache <- function(dataset, filename = NULL) {
     }
     filename <- file.path(normalizePath(dirname(filename)), basename(filename))
   }
-  new_dataset(with_core(cpp_dataset_cache(dataset$ptr, filename)))
+  derive_dataset(dataset, with_core(cpp_dataset_cache(dataset$ptr, filename)))
 }
 
 #' Prefetch elements on a background thread
@@ -170,7 +170,7 @@ dataset_cache <- function(dataset, filename = NULL) {
 dataset_prefetch <- function(dataset, buffer_size = -1L) {
   check_dataset(dataset)
   buffer_size <- check_int(buffer_size, "buffer_size", min = -1)
-  new_dataset(with_core(cpp_dataset_prefetch(dataset$ptr, buffer_size)))
+  derive_dataset(dataset, with_core(cpp_dataset_prefetch(dataset$ptr, buffer_size)))
 }
 
 #' Apply an R function to each element
@@ -293,7 +293,7 @@ dataset_rescale <- function(dataset, scale, offset = 0, components = 1L) {
   comps <- resolve_components(dataset, components, 1L)
   check_affine(scale, "scale")
   check_affine(offset, "offset")
-  new_dataset(with_core(cpp_dataset_affine(dataset$ptr, comps, as.numeric(scale), as.numeric(offset), "rescale")))
+  derive_dataset(dataset, with_core(cpp_dataset_affine(dataset$ptr, comps, as.numeric(scale), as.numeric(offset), "rescale")))
 }
 
 #' @rdname dataset_rescale
@@ -305,7 +305,7 @@ dataset_normalize <- function(dataset, mean, variance, components = 1L) {
   check_affine(variance, "variance")
   if (any(variance <= 0)) abort_value("{.arg variance} must be > 0.")
   sd <- sqrt(as.numeric(variance))
-  new_dataset(with_core(cpp_dataset_affine(dataset$ptr, comps, 1 / sd, -as.numeric(mean) / sd, "normalize")))
+  derive_dataset(dataset, with_core(cpp_dataset_affine(dataset$ptr, comps, 1 / sd, -as.numeric(mean) / sd, "normalize")))
 }
 
 check_affine <- function(x, arg, call = sys.call(-1)) {
@@ -322,7 +322,7 @@ dataset_cast <- function(dataset, dtype, components = 1L) {
   types <- c(float32 = "double", float64 = "double", double = "double", int32 = "integer",
              int64 = "integer", integer = "integer", bool = "logical", logical = "logical")
   check_choice(dtype, "dtype", names(types))
-  new_dataset(with_core(cpp_dataset_cast(dataset$ptr, comps, types[[dtype]])))
+  derive_dataset(dataset, with_core(cpp_dataset_cast(dataset$ptr, comps, types[[dtype]])))
 }
 
 #' @rdname dataset_rescale
@@ -332,7 +332,7 @@ dataset_one_hot <- function(dataset, num_classes, components = NULL) {
   num_classes <- check_int(num_classes, "num_classes", min = 1)
   comps <- resolve_components(dataset, components, "last")
   if (anyNA(comps)) abort_value("{.arg components} must be given when the element structure is unknown.")
-  new_dataset(with_core(cpp_dataset_one_hot(dataset$ptr, comps, num_classes)))
+  derive_dataset(dataset, with_core(cpp_dataset_one_hot(dataset$ptr, comps, num_classes)))
 }
 
 # Internal (benchmarks, tests): an input stage that sleeps `seconds` per
@@ -340,5 +340,5 @@ dataset_one_hot <- function(dataset, num_classes, components = NULL) {
 dataset_delay <- function(dataset, seconds) {
   check_dataset(dataset)
   seconds <- check_num(seconds, "seconds", min = 0)
-  new_dataset(with_core(cpp_dataset_delay(dataset$ptr, seconds)))
+  derive_dataset(dataset, with_core(cpp_dataset_delay(dataset$ptr, seconds)))
 }

@@ -2,7 +2,16 @@
 # A dataset is an immutable definition held by the core; every transform
 # returns a new one. Iterating (as_array_iterator(), fit()) starts a pass.
 
-new_dataset <- function(ptr) structure(list(ptr = ptr), class = "mirrored_dataset")
+# `structure`: for elements made of nested lists (list(list(a, b), y), as
+# fit() takes several inputs), how the flat components the core holds group:
+# list(sizes = components per group, inner = each group's names, outer = the
+# groups' names); NULL for flat elements. Transforms that keep components
+# keep it (derive_dataset()).
+new_dataset <- function(ptr, structure = NULL) {
+  structure(list(ptr = ptr, structure = structure), class = "mirrored_dataset")
+}
+
+derive_dataset <- function(parent, ptr) new_dataset(ptr, parent$structure)
 
 #' Is this a dataset?
 #'
@@ -28,6 +37,19 @@ check_dataset <- function(x, arg = "dataset", call = sys.call(-1)) {
 as_components <- function(tensors, arg = "tensors", call = sys.call(-1)) {
   if (is.data.frame(tensors)) tensors <- as.list(tensors)
   if (!is.list(tensors)) tensors <- list(tensors)
+  is_group <- function(t) is.list(t) && !is.data.frame(t)
+  if (any(vapply(tensors, is_group, logical(1)))) {
+    # Nested lists (one level): the groups' arrays become flat components.
+    groups <- lapply(tensors, function(t) if (is_group(t)) t else list(t))
+    if (any(vapply(groups, function(g) !length(g) || any(vapply(g, is_group, logical(1))), logical(1)))) {
+      abort_value("{.arg {arg}} may nest lists one level deep (e.g. {.code list(list(a, b), y)}), each holding arrays.",
+                  call = call)
+    }
+    flat <- as_components(unname(unlist(lapply(groups, unname), recursive = FALSE)), arg, call)
+    attr(flat, "structure") <- list(sizes = lengths(groups), inner = lapply(tensors, names),
+                                    outer = names(tensors))
+    return(flat)
+  }
   if (length(tensors) == 0) abort_value("{.arg {arg}} must hold at least one array.", call = call)
   nm <- names(tensors)
   if (!is.null(nm) && (anyNA(nm) || any(!nzchar(nm)))) {
@@ -72,7 +94,7 @@ as_components <- function(tensors, arg = "tensors", call = sys.call(-1)) {
 #' @export
 tensor_slices_dataset <- function(tensors) {
   tensors <- as_components(tensors)
-  new_dataset(with_core(cpp_dataset_from_tensors(tensors, TRUE)))
+  new_dataset(with_core(cpp_dataset_from_tensors(tensors, TRUE)), attr(tensors, "structure"))
 }
 
 #' Create a dataset of one element
@@ -90,7 +112,7 @@ tensor_slices_dataset <- function(tensors) {
 #' @export
 tensors_dataset <- function(tensors) {
   tensors <- as_components(tensors)
-  new_dataset(with_core(cpp_dataset_from_tensors(tensors, FALSE)))
+  new_dataset(with_core(cpp_dataset_from_tensors(tensors, FALSE)), attr(tensors, "structure"))
 }
 
 dataset_info <- function(x) with_core(cpp_dataset_info(x$ptr))

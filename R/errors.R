@@ -53,6 +53,8 @@ with_core <- function(expr, call = sys.call(-1)) {
 
 describe <- function(x) {
   if (is.null(x)) return("NULL")
+  if (inherits(x, "mirrored_layer")) return(paste0("a layer (", x$class_name, " ", x$name, ")"))
+  if (inherits(x, "mirrored_model")) return(paste0("a model (", x$name, ")"))
   if (is.function(x)) return("a function")
   if (is.character(x) && length(x) == 1) return(paste0("the string \"", x, "\""))
   if (is.atomic(x) && !is.null(dim(x))) {

@@ -24,6 +24,12 @@ Layer <- R6::R6Class("mirrored_layer",
     state_values = NULL,
     # The models built with this layer, so that a later adapt() reaches them.
     models = list(),
+    # The function users hold (as_layer_function()), made once so that the
+    # same layer is always the same (identical) function.
+    fn = NULL,
+    # The per-sample input shapes of the first call, and the weights they
+    # gave: every later call (a shared layer) must need the same weights.
+    built_weights = NULL,
     initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
       self$seed <- draw_seed()
@@ -48,6 +54,73 @@ Layer <- R6::R6Class("mirrored_layer",
     }
   )
 )
+
+# ---- layers as functions ------------------------------------------------------
+#
+# What layer_*() returns without an input: a function, so that a layer can be
+# called like keras3's (`dense <- layer_dense(units = 4); y <- dense(x)`),
+# holding the Layer object. R6 objects cannot be called, so the function is
+# the user-facing form and `$`, `$<-`, `[[` and print() forward to the Layer:
+# `layer$name`, `layer$config` keep working. Its classes are
+# c("mirrored_layer_function", "mirrored_layer", "function"), so code that
+# asks inherits(x, "mirrored_layer") accepts both forms; code that stores a
+# layer keeps the Layer object (layer_object()).
+
+as_layer_function <- function(layer) {
+  if (inherits(layer, "mirrored_layer_function")) return(layer)
+  if (is.null(layer$fn)) layer$fn <- make_layer_function(layer)
+  layer$fn
+}
+
+make_layer_function <- function(layer) {
+  force(layer)
+  f <- function(inputs, ...) {
+    if (...length()) {
+      abort_value("Unknown argument{?s} to layer {.val {layer$name}}: a layer is called on its inputs only.",
+                  call = sys.call())
+    }
+    if (missing(inputs)) {
+      abort_value("Layer {.val {layer$name}} must be called on a symbolic tensor (or a list of them).",
+                  call = sys.call())
+    }
+    call_layer(layer, inputs, call = sys.call())
+  }
+  class(f) <- c("mirrored_layer_function", "mirrored_layer", "function")
+  f
+}
+
+# The Layer (R6) object behind either form.
+layer_object <- function(x) {
+  if (inherits(x, "mirrored_layer_function")) environment(unclass(x))$layer else x
+}
+
+#' @export
+`$.mirrored_layer_function` <- function(x, name) layer_object(x)[[name]]
+
+#' @export
+`[[.mirrored_layer_function` <- function(x, i, ...) layer_object(x)[[i]]
+
+#' @export
+`$<-.mirrored_layer_function` <- function(x, name, value) {
+  l <- layer_object(x)
+  l[[name]] <- value
+  x
+}
+
+#' @export
+print.mirrored_layer_function <- function(x, ...) {
+  print(layer_object(x))
+  invisible(x)
+}
+
+#' @export
+format.mirrored_layer_function <- function(x, ...) {
+  l <- layer_object(x)
+  paste0("<", l$class_name, " name=", l$name, ">")
+}
+
+#' @export
+names.mirrored_layer_function <- function(x) names(layer_object(x))
 
 # A layer of Keras class `class_name`: the layer_*() constructors' common end.
 # `config` holds the layer's own options in Keras' names; `dots` the checked
@@ -104,7 +177,7 @@ dim.mirrored_keras_tensor <- function(x) c(NA_integer_, x$shape)
 # the layer; a symbolic tensor -> the layer applied to it; a sequential
 # model -> the layer added to it (in place, model returned invisibly).
 compose_layer <- function(object, layer, call = sys.call(-1)) {
-  if (missing(object) || is.null(object)) return(layer)
+  if (missing(object) || is.null(object)) return(as_layer_function(layer))
   if (is_keras_tensor(object) ||
       (is.list(object) && length(object) && all(vapply(object, is_keras_tensor, logical(1))))) {
     return(call_layer(layer, object, call = call))
@@ -123,10 +196,25 @@ compose_layer <- function(object, layer, call = sys.call(-1)) {
 
 # `x`: one symbolic tensor, or a list of them for layers of several inputs.
 call_layer <- function(layer, x, call = sys.call(-1)) {
+  layer <- layer_object(layer)
   xs <- if (is_keras_tensor(x)) list(x) else x
-  if (!is.list(xs) || !length(xs) || !all(vapply(xs, is_keras_tensor, logical(1)))) {
+  if (!is.list(xs) || inherits(xs, "mirrored_model") || !length(xs) ||
+      !all(vapply(xs, is_keras_tensor, logical(1)))) {
     abort_value("Layer {.val {layer$name}} can only be called on a symbolic tensor (or a list of them), not {describe(x)}.",
                 call = call)
   }
-  keras_tensor(layer, xs, layer$output_shape(lapply(xs, function(t) t$shape), call = call))
+  xs <- unname(xs)
+  shapes <- lapply(xs, function(t) t$shape)
+  spec <- layer$spec(shapes, call = call)
+  weights <- lapply(spec$weights$shape %||% list(), as.integer)
+  if (is.null(layer$built_weights)) {
+    layer$built_weights <- list(shapes = shapes, weights = weights)
+  } else if (!identical(layer$built_weights$weights, weights)) {
+    fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(s, collapse = ", "), ")"), ""),
+                              collapse = ", ")
+    abort_kind("shape", c("Layer {.val {layer$name}} is shared: it was first called on {fmt(layer$built_weights$shapes)} and is now called on {fmt(shapes)}, which needs other weights.",
+                          i = "A shared layer has one set of weights: call it on inputs of compatible shapes."),
+               call = call)
+  }
+  keras_tensor(layer, xs, as.integer(spec$output_shape))
 }

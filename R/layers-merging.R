@@ -24,7 +24,7 @@ layer_add <- function(inputs, ...) {
   tensors <- c(tensors, dots[unnamed])
   dots <- layer_dots(dots[!unnamed])
   layer <- new_layer("Add", list(), dots)
-  if (!length(tensors)) return(layer)
+  if (!length(tensors)) return(as_layer_function(layer))
   if (length(tensors) < 2) abort_value("{.fn layer_add} needs at least 2 inputs, got {length(tensors)}.")
   call_layer(layer, tensors)
 }

@@ -79,13 +79,20 @@ as_metric <- function(x, loss, call = sys.call(-1)) {
         binary_crossentropy = metric_binary_accuracy(),
         abort_value("{.val {x}} has no meaning for loss {.val {loss$name}}; name the metric.", call = call))
       m$name <- if (x == "acc") "acc" else "accuracy"
+      m$string <- x
       return(m)
     }
     known <- list(sparse_categorical_accuracy = metric_sparse_categorical_accuracy,
                   categorical_accuracy = metric_categorical_accuracy,
                   binary_accuracy = metric_binary_accuracy,
                   mean_absolute_error = metric_mean_absolute_error, mae = metric_mean_absolute_error)
-    if (x %in% names(known)) return(known[[x]]())
+    # Keras 3 names a metric given by a string after the string ("mae"
+    # logs as "mae") and saves the string.
+    if (x %in% names(known)) {
+      m <- known[[x]](name = x)
+      m$string <- x
+      return(m)
+    }
   }
   abort_value("Each of {.arg metrics} must be a metric object or one of {.val {c('accuracy', 'sparse_categorical_accuracy', 'categorical_accuracy', 'binary_accuracy', 'mean_absolute_error')}}, not {describe(x)}.",
               call = call)

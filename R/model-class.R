@@ -9,6 +9,9 @@ MirroredModel <- R6::R6Class("mirrored_model",
     optimizer = NULL,
     loss = NULL,
     compiled_metrics = NULL,
+    # Per output: list(name, loss, weight, metrics) (R/model-outputs.R).
+    compiled_outputs = NULL,
+    loss_weights = NULL,
     stop_training = FALSE,
     history = NULL,
     jit_compile = FALSE,
@@ -44,7 +47,13 @@ MirroredModel <- R6::R6Class("mirrored_model",
     }
   ),
   active = list(
-    layers = function() lapply(private$.graph$nodes, function(n) n$layer),
+    # Each layer once (a shared layer's later calls are not listed again).
+    layers = function() {
+      g <- private$.graph
+      lapply(g$nodes[graph_shares(g) < 0], function(n) as_layer_function(n$layer))
+    },
+    input_names = function() model_input_names(self),
+    output_names = function() model_output_names(self),
     input_shape = function() private$.graph$nodes[[private$.graph$inputs[1] + 1]]$shape,
     output_shape = function() private$.graph$nodes[[private$.graph$outputs[1] + 1]]$shape,
     weights = function() self$get_weights()
@@ -56,9 +65,11 @@ MirroredModel <- R6::R6Class("mirrored_model",
     build_core = function() {
       g <- private$.graph
       if (is.null(g)) abort_value("Model {.val {self$name}} has no input shape yet: give {.arg input_shape} or fit it on data.")
-      nodes <- lapply(g$nodes, function(n) {
+      shares <- graph_shares(g)
+      nodes <- lapply(seq_along(g$nodes), function(k) {
+        n <- g$nodes[[k]]
         list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
-             config = n$layer$config, seed = n$layer$seed)
+             config = n$layer$config, seed = n$layer$seed, shares = shares[k])
       })
       s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
@@ -98,6 +109,11 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       private$rebuild_graph()
     },
     add = function(layer) {
+      layer <- layer_object(layer)
+      if (inherits(layer, "mirrored_model")) {
+        abort_not_yet(c("Models nested in models are not supported yet: {.val {layer$name}} cannot be added to {.val {self$name}}.",
+                        i = "Add its layers instead (they keep their weights only within one model)."))
+      }
       if (!inherits(layer, "mirrored_layer")) {
         abort_value("Only layers can be added to a sequential model, not {describe(layer)}.")
       }
@@ -132,7 +148,7 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     }
   ),
   active = list(
-    layers = function() private$.layers
+    layers = function() lapply(private$.layers, as_layer_function)
   ),
   private = list(
     .layers = list(),

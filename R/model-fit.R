@@ -10,11 +10,15 @@
 #' or on a GPU) is stopped with a `mirrored_interrupted_error`.
 #'
 #' @param object A compiled model.
-#' @param x Inputs: an array with samples along the first dimension, or a
-#'   dataset (see [tensor_slices_dataset()]) whose elements are batches
-#'   `list(x, y)`; then `y` and `batch_size` must be `NULL`, `shuffle` is
+#' @param x Inputs: an array with samples along the first dimension (for a
+#'   model of several inputs, a list of arrays in input order or a list
+#'   named by the inputs' names), or a dataset (see [tensor_slices_dataset()])
+#'   whose elements are batches `list(x, y)` (several inputs or outputs:
+#'   `list(list(a, b), list(y1, y2))`, or those arrays as one flat list); then `y` and `batch_size` must be `NULL`, `shuffle` is
 #'   ignored (shuffle the dataset) and `validation_data` may be a dataset too.
-#' @param y Targets: class indices (0-based) for sparse losses, else an array.
+#' @param y Targets: class indices (0-based) for sparse losses, else an
+#'   array; for a model of several outputs a list of them in output order or
+#'   named by output.
 #' @param ... Unused.
 #' @param batch_size Samples per global batch (default 32).
 #' @param epochs Index of the last epoch to train.
@@ -132,7 +136,9 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' @inheritParams fit.mirrored_model
 #' @param steps Batches to evaluate (default: all).
 #' @param sample_weight Not supported yet (must be `NULL`).
-#' @return A named list: `loss` and one entry per metric.
+#' @return A named list: `loss` and one entry per metric; for a model of
+#'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),
+#'   `<output>_loss` and `<output>_<metric>`.
 #' @family training functions
 #' @seealso [fit.mirrored_model()]
 #' @examples
@@ -172,7 +178,9 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
 #' @param x Inputs: an array with samples along the first dimension, or a
 #'   dataset of batches `list(x)` or `list(x, y)` (`y` is ignored).
 #' @param steps Batches to predict (default: all).
-#' @return A matrix with one row per sample (an array for outputs of rank > 1).
+#' @return A matrix with one row per sample (an array for outputs of rank >
+#'   1); for a model of several outputs a list of them (named when
+#'   [keras_model()] was given a named list of outputs).
 #' @family training functions
 #' @seealso [fit.mirrored_model()]
 #' @examples
@@ -199,7 +207,7 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
   out <- with_core(cpp_predict(model$ptr(), data, steps %||% -1, hooks$progress, 0.05))
   if (is.null(out)) signal_interrupt()
   cbl$on_predict_end(list())
-  out
+  predict_result(model, out)
 }
 
 # The training batches of fit(): a source, the steps of an epoch, and for
@@ -218,26 +226,29 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
                 seed = NULL, held_out = NULL))
   }
   if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.", call = call)
-  x <- as_sample_array(x, "x", call = call)
-  y <- as_sample_array(y, "y", call = call)
-  check_inputs(model, x, call = call)
+  xs <- as_input_arrays(model, x, "x", call = call)
+  check_inputs(model, xs, call = call)
   check_loss_output(model, call = call)
-  check_targets(model, y, dim(x)[1], call = call)
+  ys <- as_target_arrays(model, y, "y", call = call)
+  n <- dim(xs[[1]])[1]
+  check_targets(model, ys, n, call = call)
   held_out <- NULL
   if (validation_split > 0) {
-    n <- dim(x)[1]
     k <- floor(n * (1 - validation_split))
     if (k < 1 || k >= n) {
       abort_value("{.arg validation_split} = {validation_split} leaves no samples for training or validation ({n} samples).",
                   call = call)
     }
-    held_out <- list(take_rows(x, (k + 1):n), take_rows(y, (k + 1):n))
-    x <- take_rows(x, seq_len(k))
-    y <- take_rows(y, seq_len(k))
+    held_out <- structure(list(xs = take_rows_all(xs, (k + 1):n), ys = take_rows_all(ys, (k + 1):n)),
+                          class = "mirrored_held_out")
+    xs <- take_rows_all(xs, seq_len(k))
+    ys <- take_rows_all(ys, seq_len(k))
+    n <- k
   }
-  remake <- function(seed) array_source(list(x, y), c("x", "y"), batch_size, shuffle = shuffle, seed = seed)
+  d <- data_parts(xs, ys)
+  remake <- function(seed) array_source(d$parts, d$labels, batch_size, shuffle = shuffle, seed = seed)
   seed <- if (shuffle) draw_seed() else 0
-  list(source = remake(seed), steps = steps_per_epoch %||% ceiling(dim(x)[1] / batch_size), seed = seed,
+  list(source = remake(seed), steps = steps_per_epoch %||% ceiling(n / batch_size), seed = seed,
        remake = remake, held_out = held_out)
 }
 
@@ -249,8 +260,9 @@ fit_validation_data <- function(model, validation_data, batch_size, validation_s
     return(dataset_batch_source(model, validation_data, "validation_data", targets = TRUE,
                                 continue = !is.null(validation_steps), call = call))
   }
-  val <- validation_arrays(model, validation_data, call = call)
-  array_source(list(val$x, val$y), c("validation x", "validation y"), batch_size)
+  val <- if (inherits(validation_data, "mirrored_held_out")) validation_data else validation_arrays(model, validation_data, call = call)
+  d <- data_parts(val$xs, val$ys)
+  array_source(d$parts, d$labels, batch_size)
 }
 
 # The batches of evaluate() (targets = TRUE) or predict(): a source and the
@@ -264,17 +276,16 @@ inference_data <- function(model, x, y, batch_size, steps, targets, call = sys.c
   if (is.null(x) || (targets && is.null(y))) {
     abort_value(if (targets) "{.arg x} and {.arg y} are required." else "{.arg x} is required.", call = call)
   }
-  x <- as_sample_array(x, "x", call = call)
-  check_inputs(model, x, call = call)
-  parts <- list(x)
+  xs <- as_input_arrays(model, x, "x", call = call)
+  check_inputs(model, xs, call = call)
+  ys <- NULL
   if (targets) {
     check_loss_output(model, call = call)
-    y <- as_sample_array(y, "y", call = call)
-    check_targets(model, y, dim(x)[1], call = call)
-    parts <- list(x, y)
+    ys <- as_target_arrays(model, y, "y", call = call)
+    check_targets(model, ys, dim(xs[[1]])[1], call = call)
   }
-  list(array_source(parts, c("x", "y")[seq_along(parts)], batch_size),
-       steps %||% ceiling(dim(x)[1] / batch_size))
+  d <- data_parts(xs, ys)
+  list(array_source(d$parts, d$labels, batch_size), steps %||% ceiling(dim(xs[[1]])[1] / batch_size))
 }
 
 run_evaluation <- function(model, data, max_batches, cbl) {
@@ -313,11 +324,11 @@ validation_arrays <- function(model, validation_data, call = sys.call(-1)) {
     abort_value("{.arg validation_data} must be {.code list(x_val, y_val)}, not {describe(validation_data)}.",
                 call = call)
   }
-  vx <- as_sample_array(validation_data[[1]], "validation_data[[1]]", call = call)
-  vy <- as_sample_array(validation_data[[2]], "validation_data[[2]]", call = call)
-  check_inputs(model, vx, call = call)
-  check_targets(model, vy, dim(vx)[1], call = call)
-  list(x = vx, y = vy)
+  xs <- as_input_arrays(model, validation_data[[1]], "validation_data[[1]]", call = call)
+  check_inputs(model, xs, call = call)
+  ys <- as_target_arrays(model, validation_data[[2]], "validation_data[[2]]", call = call)
+  check_targets(model, ys, dim(xs[[1]])[1], call = call)
+  list(xs = xs, ys = ys)
 }
 
 as_callback_list <- function(callbacks) {
@@ -373,13 +384,19 @@ dataset_steps <- function(ds, arg, what, call = sys.call(-1)) {
 dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call = sys.call(-1)) {
   info <- dataset_info(ds)
   n <- info$components
+  n_in <- if (is.null(model$graph())) 1L else length(model$graph()$inputs)
+  n_out <- model_output_count(model)
+  check_dataset_structure(model, ds$structure, n_in, n_out, arg, targets, call)
   if (!is.na(n)) {
-    if (targets && n != 2) {
-      abort_value("The elements of {.arg {arg}} must be {.code list(x, y)} (features and targets); they have {n} component{?s}.",
+    want_n <- n_in + n_out
+    form <- if (n_in + n_out == 2) "{.code list(x, y)}" else
+      paste0("{n_in} input{?s} then {n_out} target{?s} (a flat list of {want_n} arrays)")
+    if (targets && n != want_n) {
+      abort_value(paste0("The elements of {.arg {arg}} must be ", form, " (features and targets); they have {n} component{?s}."),
                   call = call)
     }
-    if (!targets && n > 2) {
-      abort_value("The elements of {.arg {arg}} must be {.code list(x)} or {.code list(x, y)}; they have {n} components.",
+    if (!targets && n != n_in && n != want_n) {
+      abort_value("The elements of {.arg {arg}} must hold the model's {n_in} input{?s} (and optionally its {n_out} target{?s}); they have {n} component{?s}.",
                   call = call)
     }
     lead <- vapply(info$shapes, function(s) if (length(s)) s[1] else NA_real_, numeric(1))
@@ -395,12 +412,41 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
     model$build(info$shapes[[1]][-1])
   }
   if (!is.na(n)) {
-    want <- model$input_shape
-    got <- info$shapes[[1]][-1]
-    if (all(got >= 0) && !identical(as.integer(prod(got)), as.integer(prod(want)))) {
-      abort_kind("shape", "The features of {.arg {arg}} have shape ({paste(got, collapse = ', ')}); the model expects ({paste(want, collapse = ', ')}).",
-                 call = call)
+    g <- model$graph()
+    names <- model_input_names(model)
+    for (k in seq_len(n_in)) {
+      want <- g$nodes[[g$inputs[k] + 1L]]$shape
+      got <- info$shapes[[k]][-1]
+      if (all(got >= 0) && !shape_compatible(got, want)) {
+        abort_kind("shape", "The features of {.arg {arg}}{if (n_in > 1) paste0(' (component ', k, ')')} have samples of shape {shape_str(got)}; the model's input {.val {names[k]}} expects {shape_str(want)}.",
+                   call = call)
+      }
     }
   }
   with_core(cpp_dataset_source(ds$ptr, continue), call = call)
+}
+
+# Elements of nested lists (list(list(a, b), y), list(x = list(a = , b = ),
+# y = ...)): the groups must be the model's inputs and its targets; named
+# inner lists must name them in the model's order (the core feeds the flat
+# components in order).
+check_dataset_structure <- function(model, st, n_in, n_out, arg, targets, call) {
+  if (is.null(st)) return(invisible())
+  sizes <- st$sizes
+  ok <- length(sizes) >= 1 && sizes[1] == n_in &&
+    (if (targets) length(sizes) == 2 && sizes[2] == n_out else length(sizes) == 1 || (length(sizes) == 2 && sizes[2] == n_out))
+  if (!ok) {
+    groups <- paste(sizes, collapse = " and ")
+    abort_value(c("The elements of {.arg {arg}} hold groups of {groups} arrays; the model takes {n_in} input{?s} and {n_out} output{?s}",
+                  "({.code list(list(<inputs>), list(<targets>))})."), call = call)
+  }
+  check_names <- function(got, want, what) {
+    if (!is.null(got) && !identical(got, want)) {
+      abort_value("The {what} of the elements of {.arg {arg}} are named {.val {got}}; name them as the model's {what} in order: {.val {want}}.",
+                  call = call)
+    }
+  }
+  check_names(st$inner[[1]], model_input_names(model), "inputs")
+  if (length(sizes) == 2) check_names(st$inner[[2]], model_output_names(model), "outputs")
+  invisible()
 }

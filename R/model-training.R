@@ -6,10 +6,17 @@
 #'
 #' @param object A model.
 #' @param optimizer An optimizer object (see [optimizer_adam()]) or name.
-#' @param loss A loss object (see [loss_sparse_categorical_crossentropy()]) or name.
-#' @param metrics A list of metric objects or names.
+#' @param loss A loss object (see [loss_sparse_categorical_crossentropy()]) or
+#'   name, applied to every output; or, for a model of several outputs, a list
+#'   of them in output order, or a named list by output name.
+#' @param metrics A list of metric objects or names; for a model of several
+#'   outputs a list with one entry (a list of metrics, or `NULL`) per output,
+#'   or a named list by output name. Logs are named as Keras 3 names them:
+#'   `loss` (the weighted total), `<output>_loss`, `<output>_<metric>`.
 #' @param ... Unused.
-#' @param loss_weights,weighted_metrics Not supported yet (must be `NULL`).
+#' @param loss_weights Weights of the outputs' losses in the total loss (a
+#'   list or vector in output order, or named by output; default 1 each).
+#' @param weighted_metrics Not supported yet (must be `NULL`).
 #' @param run_eagerly,steps_per_execution Accepted for compatibility; the
 #'   step loop always runs in C++.
 #' @param jit_compile Recorded only: it names XLA in keras3. The step is
@@ -28,17 +35,20 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
                                    loss_weights = NULL, weighted_metrics = NULL, run_eagerly = FALSE,
                                    steps_per_execution = 1L, jit_compile = "auto", auto_scale_loss = TRUE) {
   if (is.null(loss)) abort_value("{.arg loss} is required: give a loss object or name.")
-  check_unsupported(loss_weights = loss_weights, weighted_metrics = weighted_metrics)
+  check_unsupported(weighted_metrics = weighted_metrics)
   check_model_strategy(object)
   opt <- as_optimizer(optimizer)
-  loss <- as_loss(loss)
-  if (!is.null(metrics) && !is.list(metrics)) metrics <- as.list(metrics)
-  metrics <- lapply(metrics, as_metric, loss = loss)
-  names <- c("loss", vapply(metrics, function(m) m$name, character(1)))
-  if (anyDuplicated(names)) abort_value("Metric names must be unique; got {.val {names}}.")
+  outputs <- resolve_outputs(object, loss, metrics, loss_weights)
   object$optimizer <- opt
-  object$loss <- loss
-  object$compiled_metrics <- metrics
+  object$compiled_outputs <- outputs
+  # One output: the loss object and the metric list, as before; several: the
+  # losses as given (a list or a named list, for the saved compile config).
+  object$loss <- if (length(outputs) == 1) outputs[[1]]$loss
+                 else stats::setNames(lapply(outputs, function(o) o$loss),
+                                      if (is.list(loss) && !is.null(names(loss))) names(loss))
+  object$compiled_metrics <- if (length(outputs) == 1) outputs[[1]]$metrics
+                             else unlist(lapply(outputs, function(o) o$metrics), recursive = FALSE)
+  object$loss_weights <- loss_weights
   object$jit_compile <- jit_compile
   opt$attach(object)
   if (!is.null(object$graph())) {
@@ -50,18 +60,20 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
 
 # Sends the compile settings to the core (resets the optimizer's state).
 compile_core <- function(model) {
-  spec <- function(m) list(kind = m$kind, threshold = m$threshold, name = m$name)
-  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(),
-                              list(kind = model$loss$kind, from_logits = model$loss$from_logits,
-                                   name = model$loss$name),
-                              lapply(model$compiled_metrics, spec)))
+  # A sequential model compiled before it was built learns its output's name now.
+  if (length(model$compiled_outputs) == 1) model$compiled_outputs[[1]]$name <- model_output_names(model)[1]
+  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model)))
 }
 
 check_loss_output <- function(model, call = sys.call(-1)) {
-  out <- model$output_shape
-  if (length(out) != 1) {
-    abort_value("The model output has shape (None, {paste(out, collapse = ', ')}); losses need (None, units).",
-                call = call)
+  g <- model$graph()
+  names <- model_output_names(model)
+  for (k in seq_along(g$outputs)) {
+    out <- g$nodes[[g$outputs[k] + 1L]]$shape
+    if (length(out) != 1) {
+      abort_value("The model output{if (length(g$outputs) > 1) paste0(' ', names[k])} has shape (None, {paste(out, collapse = ', ')}); losses need (None, units).",
+                  call = call)
+    }
   }
 }
 
@@ -90,36 +102,6 @@ as_sample_array <- function(x, arg, call = sys.call(-1)) {
 }
 
 sample_shape <- function(x) dim(x)[-1]
-
-check_inputs <- function(model, x, call = sys.call(-1)) {
-  if (inherits(model, "mirrored_sequential") && is.null(model$graph())) model$build(sample_shape(x))
-  want <- model$input_shape
-  got <- sample_shape(x)
-  if (!identical(as.integer(prod(got)), as.integer(prod(want))) ||
-      (length(got) > 0 && length(want) > 1 && !identical(as.integer(got), as.integer(want)))) {
-    abort_kind("shape", "{.arg x} has samples of shape ({paste(got, collapse = ', ')}); the model expects ({paste(want, collapse = ', ')}).",
-               call = call)
-  }
-}
-
-check_targets <- function(model, y, n, call = sys.call(-1)) {
-  if (dim(y)[1] != n) {
-    abort_value("{.arg x} and {.arg y} must have the same number of samples; {.arg x} has {n}, {.arg y} has {dim(y)[1]}.",
-                call = call)
-  }
-  units <- model$output_shape
-  width <- prod(sample_shape(y))
-  if (model$loss$kind == "sparse_categorical_crossentropy") {
-    if (width != 1) abort_kind("shape", "{.arg y} must hold one class index per sample for {.val {model$loss$name}}, got {width} values per sample.", call = call)
-    if (any(y != round(y)) || any(y < 0) || any(y >= units)) {
-      bad <- y[y != round(y) | y < 0 | y >= units][1]
-      abort_value("{.arg y} must hold class indices in 0..{units - 1} (the model has {units} outputs); found {bad}.",
-                  call = call)
-    }
-  } else if (width != prod(units)) {
-    abort_kind("shape", "{.arg y} has {width} values per sample; the model has {prod(units)} outputs.", call = call)
-  }
-}
 
 # A batch source over R arrays (converted once to row-major float32); the
 # shuffle order of each epoch is keyed by a seed drawn from R's generator.

@@ -34,8 +34,12 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #' initializers' seeds) on the devices of the strategy in scope, or on the
 #' CPU.
 #'
-#' @param inputs A symbolic tensor from [keras_input()] (or a list of them).
-#' @param outputs The symbolic tensor(s) computed from `inputs`.
+#' @param inputs A symbolic tensor from [keras_input()] (or a list of them,
+#'   in the order `x` gives the arrays to [fit()]).
+#' @param outputs The symbolic tensor computed from `inputs`, or a list of
+#'   them; a named list names the outputs (the names of [compile()]'s
+#'   per-output losses and metrics, of the logs and of [predict()]'s list),
+#'   else the output layers' names do.
 #' @param ... `name`: the model's name (default `"functional"`, then
 #'   `"functional_1"`, ...).
 #' @return A model, with reference semantics: [compile()] and [fit()] change
@@ -53,23 +57,44 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #' @export
 keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   dots <- list(...)
+  unknown <- setdiff(names(dots), "name")
+  if (length(unknown) || (length(dots) && is.null(names(dots)))) {
+    abort_value("Unknown argument{?s} {.arg {if (length(unknown)) unknown else '<unnamed>'}} to {.fn keras_model}.")
+  }
   inputs <- as_tensor_list(inputs, "inputs")
+  output_names <- if (is.list(outputs) && !is_keras_tensor(outputs)) names(outputs)
   outputs <- as_tensor_list(outputs, "outputs")
+  if (!is.null(output_names) && (anyNA(output_names) || !all(nzchar(output_names)) || anyDuplicated(output_names))) {
+    abort_value("A named list of {.arg outputs} needs unique, non-empty names; got {.val {output_names}}.")
+  }
   name <- check_string(dots$name, "name", null_ok = TRUE) %||% auto_name("functional")
   graph <- trace_graph(inputs, outputs)
+  graph$output_names <- output_names
   FunctionalModel$new(name, graph)
 }
 
 #' Create a sequential model
 #'
-#' A linear stack of layers, added with the `layer_*()` functions.
+#' A linear stack of layers, added with the `layer_*()` functions, given in
+#' `layers`, or added with `...`.
 #'
 #' @param input_shape Per-sample input shape. When `NULL`, the first
-#'   layer's `input_shape` or the data given to [fit()] fixes it.
+#'   layer's `input_shape`, `input_batch_shape` or the data given to [fit()]
+#'   fixes it.
 #' @param name Name of the model (default `"sequential"`, ...).
-#' @param ... Layers to add.
+#' @param ... Layers to add (after those of `layers`).
+#' @param input_dtype `NULL` or `"float32"` (the only dtype supported).
+#' @param input_batch_size Accepted for compatibility (batches may have any
+#'   size).
+#' @param input_sparse,input_ragged,input_tensor Not supported yet: `NULL`
+#'   (or `FALSE`).
+#' @param input_batch_shape The input shape with the batch dimension first
+#'   (`list(NULL, 28, 28)`), instead of `input_shape`.
 #' @param input_name Name of the model's input layer (default
 #'   `"input_layer"`, then `"input_layer_1"`, ...).
+#' @param input_optional Only `FALSE`.
+#' @param trainable Only `TRUE` (freezing comes with training parity).
+#' @param layers A list of layers (or models) to add, in order.
 #' @return A sequential model.
 #' @family model functions
 #' @seealso [keras_model()]
@@ -78,14 +103,56 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #'   layer_dense(units = 32, activation = "relu") |>
 #'   layer_dense(units = 10)
 #' model
+#' model2 <- keras_model_sequential(input_shape = 4, layers = list(
+#'   layer_dense(units = 8, activation = "relu"), layer_dense(units = 2)))
 #' @export
-keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_name = NULL) {
+keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_dtype = NULL,
+                                   input_batch_size = NULL, input_sparse = NULL, input_ragged = NULL,
+                                   input_batch_shape = NULL, input_name = NULL, input_tensor = NULL,
+                                   input_optional = FALSE, trainable = TRUE, layers = list()) {
+  if (inherits(input_shape, "mirrored_layer") || inherits(input_shape, "mirrored_model") ||
+      (is.list(input_shape) && any(vapply(input_shape, inherits, logical(1), "mirrored_layer")))) {
+    abort_value("{.arg layers} must be passed in as a named argument, not as {.arg input_shape}.")
+  }
+  if (!is.null(input_batch_shape)) {
+    if (!is.null(input_shape)) abort_value("Give {.arg input_shape} or {.arg input_batch_shape}, not both.")
+    bs <- as.list(input_batch_shape)
+    if (length(bs) < 2 || !(is.null(bs[[1]]) || (is.numeric(bs[[1]]) && (is.na(bs[[1]]) || bs[[1]] >= 1)))) {
+      abort_value("{.arg input_batch_shape} must be {.code list(NULL, d1, ...)} (batch dimension first), not {describe(input_batch_shape)}.")
+    }
+    input_shape <- check_shape(bs[-1], "input_batch_shape")
+  }
   if (!is.null(input_shape)) input_shape <- check_shape(input_shape, "input_shape")
   check_string(name, "name", null_ok = TRUE)
   check_string(input_name, "input_name", null_ok = TRUE)
+  if (!is.null(input_dtype) && !identical(input_dtype, "float32")) {
+    abort_value("{.arg input_dtype} must be NULL or \"float32\" (the only dtype supported), not {describe(input_dtype)}.")
+  }
+  check_int(input_batch_size, "input_batch_size", min = 1, null_ok = TRUE)
+  for (nm in c("input_sparse", "input_ragged")) {
+    v <- get(nm)
+    if (!is.null(v) && !identical(v, FALSE)) abort_not_yet("{.arg {nm}} is not supported yet; use NULL or FALSE, not {describe(v)}.")
+  }
+  if (!is.null(input_tensor)) abort_not_yet("{.arg input_tensor} is not supported yet; use NULL (and {.arg input_shape}).")
+  if (!identical(input_optional, FALSE)) abort_not_yet("{.arg input_optional} must be FALSE; optional inputs are not supported yet.")
+  if (!identical(trainable, TRUE)) abort_not_yet("{.arg trainable} = FALSE is not supported yet.")
+  if (inherits(layers, "mirrored_layer")) layers <- list(layers)
+  if (!is.list(layers)) abort_value("{.arg layers} must be a list of layers, not {describe(layers)}.")
   model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
-  for (layer in list(...)) model$add(layer)
+  for (layer in c(layers, list(...))) model$add(layer)
   model
+}
+
+# For each node of a graph: -1, or the 0-based index of the earlier node
+# whose layer it calls again (a shared layer; the first call owns it).
+graph_shares <- function(g) {
+  seen <- list()
+  vapply(seq_along(g$nodes), function(k) {
+    l <- g$nodes[[k]]$layer
+    for (j in seq_along(seen)) if (identical(seen[[j]]$layer, l)) return(seen[[j]]$index)
+    seen[[length(seen) + 1L]] <<- list(layer = l, index = k - 1L)
+    -1L
+  }, integer(1))
 }
 
 as_tensor_list <- function(x, arg, call = sys.call(-1)) {
@@ -121,18 +188,23 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
                   call = call)
     }
     if (!(t$node$id %in% ids)) {
-      abort_value("Input {.val {t$node$layer$name}} is not connected to the outputs.", call = call)
+      abort_value(c("{.arg inputs} holds input {.val {t$node$layer$name}}, which is not connected to {.arg outputs}:",
+                    "every input must be used to compute the outputs."), call = call)
     }
   }
+  # A layer called at several places (a shared layer) is one layer: its
+  # nodes share its weights. Two different layers may not share a name.
   layer_names <- vapply(nodes, function(t) t$node$layer$name, character(1))
   for (nm in unique(layer_names[duplicated(layer_names)])) {
     same <- nodes[layer_names == nm]
-    shared <- identical(same[[1]]$node$layer, same[[2]]$node$layer)
-    if (shared) {
-      abort_value("Layer {.val {nm}} is called more than once in the model; shared layers are not supported yet.",
-                  call = call)
+    for (t in same[-1]) {
+      if (!identical(t$node$layer, same[[1]]$node$layer)) {
+        abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
+      }
     }
-    abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
+    if (same[[1]]$node$layer$class_name == "InputLayer") {
+      abort_value("Input {.val {nm}} appears twice in the model.", call = call)
+    }
   }
   list(
     nodes = lapply(seq_along(nodes), function(k) {

@@ -27,3 +27,7 @@ zeallot::`%<-%`
 #' evaluate(model, matrix(1:4, 2), matrix(0, 2), verbose = 0)
 #' @export
 evaluate <- function(object, ...) UseMethod("evaluate")
+
+#' @importFrom magrittr %>%
+#' @export
+magrittr::`%>%`

@@ -28,8 +28,11 @@ to_snake_case <- function(name) {
 
 # ---- writing ------------------------------------------------------------------
 
-# A serialized layer (the entry in the model's "layers" list).
-layer_entry <- function(layer, input_shape, functional, history = NULL) {
+# A serialized layer (the entry in the model's "layers" list). `calls`
+# (functional models): one entry per call of the layer, each a list of its
+# input tensors (name, shape, node_index: the producing layer and which of
+# its calls produced the tensor).
+layer_entry <- function(layer, input_shape, functional, calls = NULL) {
   e <- list(module = "keras.layers", class_name = layer$class_name, config = layer$config,
             registered_name = NULL)
   if (layer$class_name != "InputLayer") {
@@ -38,16 +41,16 @@ layer_entry <- function(layer, input_shape, functional, history = NULL) {
   }
   if (functional) {
     e$name <- layer$name
-    e$inbound_nodes <- if (is.null(history)) list() else {
+    e$inbound_nodes <- lapply(calls, function(history) {
       tensors <- lapply(history, function(h) {
         list(class_name = "__keras_tensor__",
              config = list(shape = batch_shape_json(h$shape), dtype = "float32",
-                           keras_history = list(h$name, 0L, 0L)))
+                           keras_history = list(h$name, as.integer(h$node_index), 0L)))
       })
       # A layer of several inputs is called on one list of tensors.
-      list(list(args = if (length(tensors) == 1) tensors else list(tensors),
-                kwargs = stats::setNames(list(), character())))
-    }
+      list(args = if (length(tensors) == 1) tensors else list(tensors),
+           kwargs = stats::setNames(list(), character()))
+    })
   }
   e
 }
@@ -81,6 +84,7 @@ loss_keras_config <- function(loss) {
 }
 
 metric_keras_config <- function(m) {
+  if (!is.null(m$string)) return(m$string)
   if (m$name %in% c("accuracy", "acc")) return(m$name)
   cfg <- list(name = m$name, dtype = "float32")
   if (m$kind == "binary_accuracy") cfg$threshold <- as.numeric(m$threshold)
@@ -88,9 +92,23 @@ metric_keras_config <- function(m) {
 }
 
 compile_keras_config <- function(model) {
-  metrics <- if (length(model$compiled_metrics)) lapply(model$compiled_metrics, metric_keras_config)
-  list(optimizer = optimizer_keras_config(model$optimizer), loss = loss_keras_config(model$loss),
-       loss_weights = NULL, metrics = metrics, weighted_metrics = NULL, run_eagerly = FALSE,
+  outs <- model$compiled_outputs
+  if (length(outs) > 1) {
+    # Several outputs: a list in output order, or a dict by output name when
+    # compile() was given names (Keras writes what it was given).
+    named <- !is.null(names(model$loss))
+    keyed <- function(x) if (named) stats::setNames(x, vapply(outs, function(o) o$name, "")) else x
+    loss <- keyed(lapply(outs, function(o) loss_keras_config(o$loss)))
+    metrics <- if (any(lengths(lapply(outs, function(o) o$metrics)) > 0))
+      keyed(lapply(outs, function(o) lapply(o$metrics, metric_keras_config)))
+    weights <- if (!is.null(model$loss_weights)) keyed(lapply(outs, function(o) o$weight))
+  } else {
+    loss <- loss_keras_config(model$loss)
+    metrics <- if (length(model$compiled_metrics)) lapply(model$compiled_metrics, metric_keras_config)
+    weights <- if (!is.null(model$loss_weights)) outs[[1]]$weight
+  }
+  list(optimizer = optimizer_keras_config(model$optimizer), loss = loss,
+       loss_weights = weights, metrics = metrics, weighted_metrics = NULL, run_eagerly = FALSE,
        steps_per_execution = 1L, jit_compile = FALSE)
 }
 
@@ -118,18 +136,33 @@ model_inner_config <- function(model) {
     return(cfg)
   }
   nodes <- g$nodes
-  entries <- lapply(nodes, function(n) {
-    hist <- lapply(n$inputs, function(i) list(name = nodes[[i + 1]]$layer$name, shape = nodes[[i + 1]]$shape))
+  shares <- graph_shares(g)
+  call_index <- node_call_index(shares)
+  owners <- which(shares < 0)
+  entries <- lapply(owners, function(k) {
+    n <- nodes[[k]]
+    calls <- which(seq_along(nodes) == k | shares == k - 1L)
+    hist <- lapply(calls, function(c) {
+      lapply(nodes[[c]]$inputs, function(i) {
+        list(name = nodes[[i + 1]]$layer$name, shape = nodes[[i + 1]]$shape, node_index = call_index[i + 1])
+      })
+    })
     in_shape <- if (length(n$inputs) == 1) nodes[[n$inputs[1] + 1]]$shape
                 else if (length(n$inputs) > 1) lapply(n$inputs, function(i) nodes[[i + 1]]$shape)
-    layer_entry(n$layer, in_shape, TRUE, if (length(hist)) hist)
+    layer_entry(n$layer, in_shape, TRUE, if (length(n$inputs)) hist else list())
   })
   triple <- function(idx) {
-    t <- lapply(idx, function(i) list(nodes[[i + 1]]$layer$name, 0L, 0L))
+    t <- lapply(idx, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L))
     if (length(t) == 1) t[[1]] else t
   }
+  outputs <- triple(g$outputs)
+  # Named outputs are Keras' dict outputs: output_layers is a dict by name.
+  if (!is.null(g$output_names)) {
+    outputs <- stats::setNames(lapply(g$outputs, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L)),
+                               g$output_names)
+  }
   list(name = model$name, trainable = TRUE, layers = entries, input_layers = triple(g$inputs),
-       output_layers = triple(g$outputs))
+       output_layers = outputs)
 }
 
 # The full serialized model (config.json).
@@ -176,7 +209,7 @@ layer_from_keras <- function(entry, custom_objects, what) {
   cfg <- cfg_get(entry, "config", list())
   if (!is.character(cls) || length(cls) != 1) abort_config(what, "a layer entry has no {.field class_name}.")
   if (!is.null(custom_objects[[cls]])) {
-    layer <- custom_objects[[cls]](cfg)
+    layer <- layer_object(custom_objects[[cls]](cfg))
     if (!inherits(layer, "mirrored_layer")) {
       abort_value("{.arg custom_objects}${cls} must return a layer, not {describe(layer)}.")
     }
@@ -184,6 +217,10 @@ layer_from_keras <- function(entry, custom_objects, what) {
   }
   name <- cfg_get(cfg, "name")
   if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
+  if (cls %in% c("Functional", "Sequential", "Model")) {
+    abort_not_yet("{what}: {.val {name}} is a model nested in the model; mirrored does not load nested models yet.",
+                  call = NULL)
+  }
   tryCatch(Layer$new(cls, cfg), mirrored_error = function(e) {
     abort_config(what, "layer {.val {name}}: {conditionMessage(e)}")
   })
@@ -227,45 +264,69 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   if (!identical(cls, "Functional") && !identical(cls, "Model")) {
     abort_config(what, "unknown model class {.val {cls}}; mirrored loads Functional and Sequential models.")
   }
+  # tensors[[layer name]][[node_index + 1]]: the output of each call. Keras
+  # lists layers, not calls: a shared layer's later call may need a layer
+  # listed after it, so calls are made as soon as their inputs exist.
   tensors <- list()
-  inputs <- list()
+  pending <- list()
   for (e in layers) {
     lname <- cfg_get(e, "name") %||% cfg_get(cfg_get(e, "config"), "name")
     if (identical(cfg_get(e, "class_name"), "InputLayer")) {
       t <- keras_input(shape = input_shape_from_keras(cfg_get(e, "config"), what), name = lname)
-      tensors[[lname]] <- t
-      inputs[[lname]] <- t
+      tensors[[lname]] <- list(t)
       next
     }
     layer <- layer_from_keras(e, custom_objects, what)
     nodes <- cfg_get(e, "inbound_nodes", list())
-    if (length(nodes) != 1) {
-      abort_config(what, "layer {.val {lname}} is called {length(nodes)} times; mirrored supports layers called once.")
+    if (!length(nodes)) abort_config(what, "layer {.val {lname}} is never called (no {.field inbound_nodes}).")
+    for (k in seq_along(nodes)) {
+      args <- cfg_get(nodes[[k]], "args", list())
+      # One tensor, or one list of tensors (layers of several inputs).
+      if (length(args) == 1 && is.list(args[[1]]) && is.null(cfg_get(args[[1]], "class_name"))) {
+        args <- args[[1]]
+      }
+      hist <- lapply(args, function(a) cfg_get(cfg_get(a, "config"), "keras_history"))
+      ok <- length(hist) >= 1 && all(vapply(hist, function(h) {
+        is.list(h) && length(h) >= 2 && is.character(h[[1]]) && is.numeric(h[[2]])
+      }, logical(1)))
+      if (!ok) abort_config(what, "layer {.val {lname}} has inputs mirrored cannot read (keras_history expected).")
+      pending[[length(pending) + 1L]] <- list(layer = layer, name = lname, call = k, hist = hist)
     }
-    args <- cfg_get(nodes[[1]], "args", list())
-    # One tensor, or one list of tensors (layers of several inputs).
-    if (length(args) == 1 && is.list(args[[1]]) && is.null(cfg_get(args[[1]], "class_name"))) {
-      args <- args[[1]]
+  }
+  ready <- function(p) all(vapply(p$hist, function(h) length(tensors[[h[[1]]]]) > h[[2]], logical(1)))
+  while (length(pending)) {
+    progress <- FALSE
+    for (j in seq_along(pending)) {
+      p <- pending[[j]]
+      # Calls of one layer are made in their order.
+      if (length(tensors[[p$name]]) != p$call - 1L || !ready(p)) next
+      ins <- lapply(p$hist, function(h) tensors[[h[[1]]]][[h[[2]] + 1L]])
+      if (is.null(tensors[[p$name]])) tensors[[p$name]] <- list()
+      tensors[[p$name]][[p$call]] <- call_layer(p$layer, if (length(ins) == 1) ins[[1]] else ins)
+      pending[[j]] <- NULL
+      progress <- TRUE
+      break
     }
-    hist <- lapply(args, function(a) cfg_get(cfg_get(a, "config"), "keras_history"))
-    ok <- length(hist) >= 1 && all(vapply(hist, function(h) {
-      is.list(h) && is.character(h[[1]]) && !is.null(tensors[[h[[1]]]])
-    }, logical(1)))
-    if (!ok) abort_config(what, "layer {.val {lname}} has inputs mirrored cannot connect (earlier layers expected).")
-    ins <- lapply(hist, function(h) tensors[[h[[1]]]])
-    tensors[[lname]] <- call_layer(layer, if (length(ins) == 1) ins[[1]] else ins)
+    if (!progress) {
+      abort_config(what, "layer {.val {pending[[1]]$name}} has inputs mirrored cannot connect (layers or calls the config does not define).")
+    }
   }
   pick <- function(spec, arg) {
     if (length(spec) && !is.list(spec[[1]])) spec <- list(spec)
     lapply(spec, function(s) {
+      idx <- if (length(s) >= 2 && is.numeric(s[[2]])) s[[2]] + 1L else 1L
       t <- tensors[[s[[1]]]]
-      if (is.null(t)) abort_config(what, "{arg} names layer {.val {s[[1]]}}, which the config does not define.")
-      t
+      if (length(t) < idx) abort_config(what, "{arg} names layer {.val {s[[1]]}} (call {idx - 1}), which the config does not define.")
+      t[[idx]]
     })
   }
   ins <- pick(cfg_get(cfg, "input_layers"), "input_layers")
-  outs <- pick(cfg_get(cfg, "output_layers"), "output_layers")
-  keras_model(if (length(ins) == 1) ins[[1]] else ins, if (length(outs) == 1) outs[[1]] else outs,
+  out_spec <- cfg_get(cfg, "output_layers")
+  outs <- pick(if (is.null(names(out_spec))) out_spec else unname(out_spec), "output_layers")
+  # A dict of outputs names them.
+  if (!is.null(names(out_spec))) names(outs) <- names(out_spec)
+  keras_model(if (length(ins) == 1) ins[[1]] else ins,
+              if (length(outs) == 1 && is.null(names(outs))) outs[[1]] else outs,
               name = name)
 }
 
@@ -325,11 +386,15 @@ metric_from_keras <- function(x, what) {
 # (mirrored's own member keeps the exact hyper-parameters).
 compile_from_keras <- function(model, cc, what, optimizer = NULL) {
   opt <- optimizer %||% optimizer_from_keras(cfg_get(cc, "optimizer", "rmsprop"), what)
-  loss <- loss_from_keras(cfg_get(cc, "loss"), what)
+  is_entry <- function(x) is.character(x) || !is.null(cfg_get(x, "class_name"))
+  loss <- cfg_get(cc, "loss")
+  # Several outputs: a list (or dict) of losses, of metric lists, of weights.
+  loss <- if (is_entry(loss)) loss_from_keras(loss, what) else lapply(loss, loss_from_keras, what = what)
   metrics <- cfg_get(cc, "metrics")
-  if (length(metrics) && is.list(metrics[[1]]) && is.null(cfg_get(metrics[[1]], "class_name"))) {
-    abort_config(what, "per-output metrics are not supported.")
-  }
-  metrics <- lapply(metrics, metric_from_keras, what = what)
-  compile(model, optimizer = opt, loss = loss, metrics = if (length(metrics)) metrics)
+  per_output <- length(metrics) && !is_entry(metrics[[1]])
+  metrics <- if (per_output) lapply(metrics, function(m) lapply(m, metric_from_keras, what = what))
+             else lapply(metrics, metric_from_keras, what = what)
+  weights <- cfg_get(cc, "loss_weights")
+  compile(model, optimizer = opt, loss = loss, metrics = if (length(metrics)) metrics,
+          loss_weights = weights)
 }

@@ -132,6 +132,8 @@ weights_layout <- function(model) {
   g <- model$graph()
   if (is.null(g)) abort_value("Model {.val {model$name}} is not built yet (no input shape): it has no weights to save or load.")
   idx <- seq_along(g$nodes) - 1L
+  # A shared layer is one layer: its later calls have no weights of their own.
+  idx <- idx[graph_shares(g) < 0]
   if (inherits(model, "mirrored_sequential")) idx <- idx[-1]
   used <- list()
   groups <- names <- character(length(idx))
@@ -491,5 +493,5 @@ from_config <- function(config, custom_objects = NULL) {
   }
   what <- "config"
   if (cls %in% c("Functional", "Sequential", "Model")) return(model_from_keras(cls, config, custom_objects, what))
-  layer_from_keras(list(class_name = cls, config = config), custom_objects, what)
+  as_layer_function(layer_from_keras(list(class_name = cls, config = config), custom_objects, what))
 }

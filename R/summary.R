@@ -28,9 +28,14 @@ print_model_summary <- function(model) {
     return(invisible(model))
   }
   nodes <- g$nodes
+  # A shared layer is one row (its first call), with its weights once and
+  # every call's inputs in "Connected to", as Keras prints it.
+  shares <- graph_shares(g)
+  call_index <- node_call_index(shares)
   # Each layer's variables as the core's registry describes them.
-  counts <- lapply(nodes, function(n) {
-    if (!length(n$inputs)) return(c(0, 0))
+  counts <- lapply(seq_along(nodes), function(k) {
+    n <- nodes[[k]]
+    if (!length(n$inputs) || shares[k] >= 0) return(c(0, 0))
     w <- n$layer$spec(lapply(n$inputs, function(i) nodes[[i + 1]]$shape))$weights
     c(sum(w$size[w$trainable]), sum(w$size[!w$trainable]))
   })
@@ -39,11 +44,15 @@ print_model_summary <- function(model) {
   params <- trainable + non_trainable
   shapes <- vapply(nodes, function(n) paste0("(None", paste0(", ", n$shape, collapse = ""), ")"), character(1))
   keep <- if (inherits(model, "mirrored_sequential")) seq_along(nodes)[-1] else seq_along(nodes)
-  seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 &&
+  keep <- keep[shares[keep] < 0]
+  seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 && all(shares < 0) &&
     all(vapply(seq_along(nodes)[-1], function(k) identical(as.integer(nodes[[k]]$inputs), k - 2L), logical(1)))
-  connected <- vapply(nodes, function(n) {
-    if (!length(n$inputs)) return("-")
-    paste0(vapply(n$inputs, function(i) nodes[[i + 1]]$layer$name, character(1)), "[0][0]", collapse = ", ")
+  connected <- vapply(seq_along(nodes), function(k) {
+    calls <- which(seq_along(nodes) == k | shares == k - 1L)
+    ins <- unlist(lapply(calls, function(c) nodes[[c]]$inputs))
+    if (!length(ins)) return("-")
+    paste0(vapply(ins, function(i) nodes[[i + 1]]$layer$name, character(1)),
+           "[", call_index[ins + 1], "][0]", collapse = ", ")
   }, character(1))
   rows <- data.frame(
     name = vapply(nodes, function(n) n$layer$name, character(1))[keep],
@@ -62,4 +71,12 @@ print_model_summary <- function(model) {
   cat(format_summary_table(model$name, rows, total + (opt_params %||% 0), sum(trainable),
                            sum(non_trainable), optimizer_params = opt_params), sep = "\n")
   invisible(model)
+}
+
+# For each node, which call of its layer it is (0 for the owner, 1 for the
+# next call of a shared layer, ...): Keras' node_index.
+node_call_index <- function(shares) {
+  vapply(seq_along(shares), function(k) {
+    if (shares[k] < 0) 0L else sum(shares[seq_len(k)] == shares[k])
+  }, integer(1))
 }

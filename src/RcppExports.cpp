@@ -442,15 +442,14 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_compile
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::List metrics);
-RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP lossSEXP, SEXP metricsSEXP) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs);
+RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP outputsSEXP) {
 BEGIN_RCPP
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type optimizer(optimizerSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type loss(lossSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type metrics(metricsSEXP);
-    cpp_model_compile(ptr, optimizer, loss, metrics);
+    Rcpp::traits::input_parameter< Rcpp::List >::type outputs(outputsSEXP);
+    cpp_model_compile(ptr, optimizer, outputs);
     return R_NilValue;
 END_RCPP
 }
@@ -813,7 +812,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
-    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 4},
+    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 3},
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
     {"_mirrored_cpp_model_slot_count", (DL_FUNC) &_mirrored_cpp_model_slot_count, 1},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},

@@ -41,9 +41,12 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       const Rcpp::List nd = nodes[i];
       mr::GraphNode g;
       g.name = Rcpp::as<std::string>(nd["name"]);
-      g.layer = mr::make_layer(Rcpp::as<std::string>(nd["class_name"]),
-                               mr_glue::json_from_r(nd["config"]),
-                               static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
+      // A later call of a shared layer names the node owning the layer (0-based).
+      g.shares = nd.containsElementNamed("shares") ? Rcpp::as<int>(nd["shares"]) : -1;
+      if (g.shares < 0)
+        g.layer = mr::make_layer(Rcpp::as<std::string>(nd["class_name"]),
+                                 mr_glue::json_from_r(nd["config"]),
+                                 static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
       g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
       gn.push_back(std::move(g));
     }
@@ -150,8 +153,10 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
   });
 }
 
+// `outputs`: one list per model output (loss = list(kind, from_logits,
+// name), weight, metrics = list of list(kind, threshold, name), name).
 // [[Rcpp::export]]
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::List metrics) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs) {
   guarded([&] {
     ModelPtr m(ptr);
     mr::CompileConfig c;
@@ -167,16 +172,25 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List loss, Rcpp::Li
     o.nesterov = Rcpp::as<bool>(optimizer["nesterov"]);
     o.rho = Rcpp::as<double>(optimizer["rho"]);
     o.centered = Rcpp::as<bool>(optimizer["centered"]);
-    c.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
-    c.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
-    c.loss.name = Rcpp::as<std::string>(loss["name"]);
-    for (R_xlen_t i = 0; i < metrics.size(); ++i) {
-      const Rcpp::List mt = metrics[i];
-      mr::MetricConfig mc;
-      mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
-      mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
-      mc.name = Rcpp::as<std::string>(mt["name"]);
-      c.metrics.push_back(mc);
+    for (R_xlen_t k = 0; k < outputs.size(); ++k) {
+      const Rcpp::List out = outputs[k];
+      const Rcpp::List loss = out["loss"];
+      mr::OutputConfig oc;
+      oc.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
+      oc.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
+      oc.loss.name = Rcpp::as<std::string>(loss["name"]);
+      oc.weight = static_cast<float>(Rcpp::as<double>(out["weight"]));
+      oc.name = Rcpp::as<std::string>(out["name"]);
+      const Rcpp::List metrics = out["metrics"];
+      for (R_xlen_t i = 0; i < metrics.size(); ++i) {
+        const Rcpp::List mt = metrics[i];
+        mr::MetricConfig mc;
+        mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
+        mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
+        mc.name = Rcpp::as<std::string>(mt["name"]);
+        oc.metrics.push_back(mc);
+      }
+      c.outputs.push_back(oc);
     }
     m->compile(c);
   });

@@ -136,22 +136,30 @@ Rcpp::List cpp_evaluate(SEXP model, SEXP source, double max_batches, SEXP batch_
   });
 }
 
-// Predictions of output 1 as an R matrix (samples x outputs), or NULL after an interrupt.
+// Predictions as a list of R arrays, one per model output (samples x
+// outputs; rank > 1 outputs keep their per-sample dims), or NULL after an
+// interrupt.
 // [[Rcpp::export]]
 SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress,
                  double progress_interval) {
   return guarded([&]() -> SEXP {
     Rcpp::XPtr<mr::Model> m(model);
     RHooks hooks(R_NilValue, R_NilValue, progress, progress_interval, Rcpp::CharacterVector());
-    std::vector<float> out;
+    std::vector<std::vector<float>> outs;
     const mr::LoopResult r =
-        mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, out);
+        mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, outs);
     if (r.interrupted) return R_NilValue;
-    const int64_t width = m->output_width(0);
-    const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;
-    std::vector<int64_t> shape{rows};
-    for (int64_t d : m->graph().out_shape(m->graph().outputs()[0]).dims()) shape.push_back(d);
-    if (shape.size() == 1) shape.push_back(1);
-    return mr_glue::from_row_major(out.data(), shape);
+    Rcpp::List res(m->outputs());
+    for (int k = 0; k < m->outputs(); ++k) {
+      const std::vector<float>& out = outs[static_cast<size_t>(k)];
+      const int64_t width = m->output_width(k);
+      const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;
+      std::vector<int64_t> shape{rows};
+      for (int64_t d : m->graph().out_shape(m->graph().outputs()[static_cast<size_t>(k)]).dims())
+        shape.push_back(d);
+      if (shape.size() == 1) shape.push_back(1);
+      res[k] = mr_glue::from_row_major(out.data(), shape);
+    }
+    return res;
   });
 }

@@ -3,6 +3,7 @@
 // memory; a batch stays valid until the source has produced two more.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -14,6 +15,12 @@ namespace mr {
 struct HostComponent {
   const float* data = nullptr;
   int64_t width = 0;  // floats per sample
+  // The per-sample shape when the source knows it (datasets), so that a model
+  // can reject samples of another shape but the same size; rank -1: unknown
+  // (in-memory arrays, whose shapes R checks).
+  static constexpr int kMaxRank = 8;
+  int rank = -1;
+  std::array<int64_t, kMaxRank> dims{};
 };
 
 struct HostBatch {

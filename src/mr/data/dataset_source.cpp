@@ -1,5 +1,6 @@
 #include "data/dataset_source.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
@@ -50,7 +51,13 @@ bool DatasetSource::next(HostBatch& batch) {
   for (const Component& c : parts) {
     const int64_t width = rows > 0 ? static_cast<int64_t>(c.values.size()) / rows : 0;
     if (!c.values.empty()) std::memcpy(dst, c.values.data(), c.values.size() * sizeof(float));
-    batch.parts.push_back({dst, width});
+    HostComponent hc{dst, width};
+    const size_t rank = c.shape.size() - 1;  // without the batch dimension
+    if (rank <= static_cast<size_t>(HostComponent::kMaxRank)) {
+      hc.rank = static_cast<int>(rank);
+      std::copy(c.shape.begin() + 1, c.shape.end(), hc.dims.begin());
+    }
+    batch.parts.push_back(hc);
     dst += c.values.size();
   }
   components_ = parts.size();

@@ -10,6 +10,7 @@ Executor::Executor(const Graph& graph, Backend& be)
     : graph_(graph), be_(be), work_(nullptr, DeviceFree{&be}) {
   buf_.resize(static_cast<size_t>(graph.size()));
   grad_written_.assign(static_cast<size_t>(graph.size()), 0);
+  param_grad_written_.assign(static_cast<size_t>(graph.size()), 0);
 }
 
 void Executor::reserve(int64_t rows) {
@@ -30,6 +31,10 @@ void Executor::reserve(int64_t rows) {
     if (graph_.consumers(i) > 1 && graph_.needs_grad(i)) widest = std::max(widest, width);
   }
   scratch_ = widest > 0 ? take(rows * widest) : -1;
+  int64_t shared = 0;
+  for (int i = 0; i < graph_.size(); ++i)
+    if (graph_.node(i).shares >= 0) shared = std::max(shared, graph_.param_floats(i));
+  param_scratch_ = shared > 0 ? take(shared) : -1;
   work_ = be_.allocate(static_cast<size_t>(total) * sizeof(float));
   capacity_ = rows;
 }
@@ -76,7 +81,7 @@ void Executor::forward(const Pass& p) {
                          graph_.params()[static_cast<size_t>(k)].offset);
     for (int k : graph_.node_states(i))
       a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
-    nd.layer->forward(a);
+    graph_.layer(i).forward(a);
   }
 }
 
@@ -85,16 +90,25 @@ void Executor::backward(const Pass& p, float* grads) {
   SoloContext solo;
   ReplicaContext& ctx = p.ctx != nullptr ? *p.ctx : solo;
   std::fill(grad_written_.begin(), grad_written_.end(), 0);
+  std::fill(param_grad_written_.begin(), param_grad_written_.end(), 0);
   for (int o : graph_.outputs()) grad_written_[static_cast<size_t>(o)] = 1;
   for (int i = graph_.size() - 1; i >= 0; --i) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty() || !graph_.needs_grad(i)) continue;
     NodeBuffers& b = buf_[static_cast<size_t>(i)];
+    const int owner = graph_.owner(i);
+    // Whether this node's variables already hold another call's gradient.
+    const bool accumulate_params =
+        param_grad_written_[static_cast<size_t>(owner)] != 0 && !graph_.node_params(i).empty();
     if (!grad_written_[static_cast<size_t>(i)]) {
-      // No consumer reached this node (it is dead code): its variables get zero gradients.
-      for (int k : graph_.node_params(i)) {
-        const auto& prm = graph_.params()[static_cast<size_t>(k)];
-        be_.fill(prm.size, grads + prm.offset, 0.0f);
+      // No consumer reached this node (it is dead code): its variables get
+      // zero gradients, unless another call of its layer gave them some.
+      if (!accumulate_params) {
+        for (int k : graph_.node_params(i)) {
+          const auto& prm = graph_.params()[static_cast<size_t>(k)];
+          be_.fill(prm.size, grads + prm.offset, 0.0f);
+        }
+        param_grad_written_[static_cast<size_t>(owner)] = 1;
       }
       continue;
     }
@@ -120,14 +134,27 @@ void Executor::backward(const Pass& p, float* grads) {
     }
     MR_CHECK(accumulate.size() <= 1, internal, "node '", nd.name,
              "' feeds the same input twice: needs one scratch buffer per input");
+    // A later call of a shared layer writes its variables' gradients to the
+    // scratch region (packed, aligned as in the flat buffer), added below.
+    int64_t packed = 0;
     for (int k : graph_.node_params(i)) {
       const auto& prm = graph_.params()[static_cast<size_t>(k)];
       a.params.push_back(p.params + prm.offset);
-      a.grads.push_back(grads + prm.offset);
+      a.grads.push_back(accumulate_params ? at(param_scratch_) + packed : grads + prm.offset);
+      packed += align_floats(prm.size);
     }
     for (int k : graph_.node_states(i))
       a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
-    nd.layer->backward(a);
+    graph_.layer(i).backward(a);
+    if (accumulate_params) {
+      packed = 0;
+      for (int k : graph_.node_params(i)) {
+        const auto& prm = graph_.params()[static_cast<size_t>(k)];
+        be_.axpy(prm.size, 1.0f, at(param_scratch_) + packed, grads + prm.offset);
+        packed += align_floats(prm.size);
+      }
+    }
+    param_grad_written_[static_cast<size_t>(owner)] = 1;
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];
       if (!graph_.needs_grad(j)) continue;

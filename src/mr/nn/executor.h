@@ -45,6 +45,9 @@ class Executor {
   void forward(const Pass& p);
   // Gradients of all trainable variables into `grads` (written, not
   // accumulated). The loss must have written output_grad(k) for every output.
+  // A shared layer's variables get the sum over its calls: the first call
+  // backward reaches writes them, later ones write into a scratch region
+  // (sized by reserve()) that is added to them.
   void backward(const Pass& p, float* grads);
 
  private:
@@ -62,6 +65,8 @@ class Executor {
   std::vector<NodeBuffers> buf_;
   int64_t scratch_ = -1;  // for nodes whose output feeds several consumers
   std::vector<char> grad_written_;
+  int64_t param_scratch_ = -1;            // gradients of a shared layer's later call
+  std::vector<char> param_grad_written_;  // per node owning variables, in this pass
 };
 
 }  // namespace mr

@@ -17,10 +17,15 @@
 
 namespace mr {
 
+// A node applies a layer to the outputs of earlier nodes. A layer called at
+// several places of a model (a shared layer) is one layer with one set of
+// variables: its first node owns it (`layer` set, `shares` = -1); every later
+// call is a node with `shares` = the owner's index and no layer of its own.
 struct GraphNode {
   std::string name;
   std::unique_ptr<Layer> layer;
   std::vector<int> inputs;  // indices of earlier nodes
+  int shares = -1;          // index of the earlier node whose layer and variables it uses
 };
 
 // Variables are aligned to 16 floats (64 bytes) inside the flat buffers so
@@ -50,12 +55,20 @@ class Graph {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   const GraphNode& node(int i) const { return nodes_.at(static_cast<size_t>(i)); }
+  // The layer node i applies (its owner's, for a shared layer's later calls).
+  const Layer& layer(int i) const { return *node(owner(i)).layer; }
+  // The node that owns node i's layer and variables (i itself unless shared).
+  int owner(int i) const { return node(i).shares >= 0 ? node(i).shares : i; }
+  // Floats of the parameter gradients of node i's layer (padding included):
+  // what the executor's scratch for a shared layer's later calls must hold.
+  int64_t param_floats(int i) const;
   const Shape& out_shape(int i) const { return out_shapes_.at(static_cast<size_t>(i)); }
   std::vector<Shape> in_shapes(int i) const;
   const std::vector<int>& inputs() const { return inputs_; }
   const std::vector<int>& outputs() const { return outputs_; }
   const std::vector<Param>& params() const { return params_; }
-  // Indices into params() of node i's variables, in the layer's order.
+  // Indices into params() of node i's variables, in the layer's order (a
+  // shared layer's calls all list the owner's).
   const std::vector<int>& node_params(int i) const {
     return node_params_.at(static_cast<size_t>(i));
   }
@@ -65,6 +78,8 @@ class Graph {
   const std::vector<int>& node_states(int i) const {
     return node_states_.at(static_cast<size_t>(i));
   }
+  // Node i's variables in the layer's order; empty for the later calls of a
+  // shared layer, so that walking the nodes lists every variable once.
   const std::vector<WeightRef>& node_weights(int i) const {
     return node_weights_.at(static_cast<size_t>(i));
   }

@@ -85,16 +85,22 @@ LoopResult evaluate(Model& model, BatchSource& source, int64_t max_batches, Loop
 }
 
 LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
-                   std::vector<float>& out) {
+                   std::vector<std::vector<float>>& outs) {
   LoopResult res;
   source.reset(0);
   Progress progress(hooks);
-  const int64_t width = model.output_width(0);
+  const int n_out = model.outputs();
+  outs.resize(static_cast<size_t>(n_out));
+  std::vector<float*> dst(static_cast<size_t>(n_out));
   HostBatch batch;
   while ((max_batches < 0 || res.batches < max_batches) && source.next(batch)) {
-    const size_t at = out.size();
-    out.resize(at + static_cast<size_t>(batch.rows * width));
-    model.predict_step(batch, 0, out.data() + at);
+    for (int k = 0; k < n_out; ++k) {
+      std::vector<float>& o = outs[static_cast<size_t>(k)];
+      const size_t at = o.size();
+      o.resize(at + static_cast<size_t>(batch.rows * model.output_width(k)));
+      dst[static_cast<size_t>(k)] = o.data() + at;
+    }
+    model.predict_step(batch, dst);
     ++res.batches;
     if (progress.due(res.batches == 1)) hooks.on_progress(res.batches, {});
     if (hooks.interrupted()) {

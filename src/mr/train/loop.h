@@ -39,8 +39,9 @@ struct LoopResult {
 LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t max_batches,
                        LoopHooks& hooks);
 LoopResult evaluate(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks);
-// Appends the outputs of model output 0 (rows x width, row-major) to `out`.
+// Appends model output k (rows x width, row-major) to outs[k], for every
+// output (`outs` is resized to the model's outputs).
 LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
-                   std::vector<float>& out);
+                   std::vector<std::vector<float>>& outs);
 
 }  // namespace mr

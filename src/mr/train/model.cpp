@@ -1,12 +1,30 @@
 #include "train/model.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 #include "core/error.h"
 
 namespace mr {
 
 namespace {
+// Keras 3 (Functional._adjust_input_rank) takes per-sample shapes equal to
+// the input's, or differing by one trailing dimension of 1. No allocation:
+// it runs for every batch.
+bool keras_rank_compatible(const int64_t* got, size_t ng, const std::vector<int64_t>& want) {
+  auto same = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i)
+      if (got[i] != want[i]) return false;
+    return true;
+  };
+  const size_t nw = want.size();
+  if (ng == nw) return same(nw);
+  if (ng + 1 == nw) return want.back() == 1 && same(ng);
+  if (ng == nw + 1) return got[ng - 1] == 1 && same(nw);
+  return false;
+}
+
 PlacementOptions threads_and_timeout(int threads, double timeout) {
   PlacementOptions o;
   o.threads_per_replica = threads;
@@ -44,11 +62,22 @@ Model::~Model() = default;
 
 void Model::compile(const CompileConfig& config) {
   validate(config.optimizer);
-  MR_CHECK(graph_->outputs().size() == 1, value,
-           "compile() supports models with one output; this model has ", graph_->outputs().size());
-  MR_CHECK(output_width(0) > 0, shape, "the model output is empty");
-  config_ = config;
-  state_.allocate(slot_count(config.optimizer), 1 + 2 * config.metrics.size());
+  CompileConfig c = config;
+  if (c.outputs.empty()) c.outputs.push_back({c.loss, 1.0f, c.metrics, ""});
+  const size_t n_out = graph_->outputs().size();
+  MR_CHECK(c.outputs.size() == n_out, value, "compile() got ", c.outputs.size(),
+           " output losses; the model has ", n_out, " outputs");
+  for (size_t k = 0; k < n_out; ++k) {
+    MR_CHECK(output_width(static_cast<int>(k)) > 0, shape, "model output ", k + 1, " is empty");
+    MR_CHECK(std::isfinite(c.outputs[k].weight) && c.outputs[k].weight >= 0.0f, value,
+             "the loss weight of output ", k + 1, " must be a finite number >= 0, got ",
+             c.outputs[k].weight);
+    MR_CHECK(n_out == 1 || !c.outputs[k].name.empty(), value, "output ", k + 1, " has no name");
+  }
+  c.loss = c.outputs[0].loss;
+  c.metrics = c.outputs[0].metrics;
+  config_ = c;
+  state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
   compiled_ = true;
 }
 
@@ -81,16 +110,38 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
            targets ? " and the targets" : "");
   for (size_t k = 0; k < n_in; ++k) {
     const Shape& s = graph_->out_shape(graph_->inputs()[k]);
-    MR_CHECK(batch.parts[k].width == s.numel(), shape, "input ", k + 1, " has ",
-             batch.parts[k].width, " values per sample; the model expects shape ",
-             s.str_with_batch());
+    const HostComponent& c = batch.parts[k];
+    if (c.rank >= 0 &&
+        !keras_rank_compatible(c.dims.data(), static_cast<size_t>(c.rank), s.dims())) {
+      const std::vector<int64_t> got(c.dims.begin(), c.dims.begin() + c.rank);
+      fail(ErrorKind::shape, "input ", k + 1, " (x) has samples of shape ",
+           Shape(got).str_with_batch(), "; the model expects shape ", s.str_with_batch(),
+           " (Keras adds or drops a trailing dimension of 1 only; it does not reshape)");
+    }
+    MR_CHECK(c.width == s.numel(), shape, "input ", k + 1, " has ", c.width,
+             " values per sample; the model expects shape ", s.str_with_batch());
   }
   if (targets) {
-    const int64_t want = target_width(config_.loss.kind, output_width(0));
-    MR_CHECK(batch.parts[n_in].width == want, shape, "the targets have ", batch.parts[n_in].width,
-             " values per sample; loss ", config_.loss.name, " with ", output_width(0),
-             " outputs needs ", want);
+    const size_t n_out = config_.outputs.size();
+    MR_CHECK(batch.parts.size() >= n_in + n_out, value, "the batch has ", batch.parts.size(),
+             " components; the model needs ", n_in, " input(s) and ", n_out, " target(s)");
+    for (size_t k = 0; k < n_out; ++k) {
+      const OutputConfig& o = config_.outputs[k];
+      const int64_t cols = output_width(static_cast<int>(k));
+      const int64_t want = target_width(o.loss.kind, cols);
+      MR_CHECK(batch.parts[n_in + k].width == want, shape, "the targets",
+               n_out > 1 ? " of output " + std::to_string(k + 1) : std::string(), " have ",
+               batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name, " with ",
+               cols, " outputs needs ", want);
+    }
   }
+}
+
+std::vector<int64_t> Model::target_widths(const HostBatch& batch) const {
+  const size_t n_in = graph_->inputs().size();
+  std::vector<int64_t> w;
+  for (size_t k = 0; k < config_.outputs.size(); ++k) w.push_back(batch.parts[n_in + k].width);
+  return w;
 }
 
 void Model::start_train_step(const HostBatch& batch) {
@@ -98,7 +149,7 @@ void Model::start_train_step(const HostBatch& batch) {
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
   MR_CHECK(batch.rows > 0, value, "empty batch");
   check_batch(batch, true);
-  step_.reserve(batch.rows, batch.parts[graph_->inputs().size()].width);
+  step_.reserve(batch.rows, target_widths(batch));
   step_.post_train(batch, config_, state_.iterations);
   in_flight_ = true;
   in_flight_train_ = true;
@@ -110,7 +161,7 @@ void Model::start_eval_step(const HostBatch& batch) {
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
   if (batch.rows == 0) return;
   check_batch(batch, true);
-  step_.reserve(batch.rows, batch.parts[graph_->inputs().size()].width);
+  step_.reserve(batch.rows, target_widths(batch));
   step_.post_eval(batch, config_);
   in_flight_ = true;
   in_flight_train_ = false;
@@ -127,16 +178,53 @@ bool Model::finish_step(const std::function<bool()>& interrupted) {
 }
 
 void Model::predict_step(const HostBatch& batch, int k, float* out) {
-  MR_CHECK(!in_flight_, internal, "a step is already in flight");
-  if (batch.rows == 0) return;
-  check_batch(batch, false);
-  step_.reserve(batch.rows, 0);
-  step_.predict(batch, k, output_width(k), out);
+  std::vector<float*> outs(graph_->outputs().size(), nullptr);
+  outs.at(static_cast<size_t>(k)) = out;
+  predict_step(batch, outs);
 }
 
-std::vector<std::string> Model::metric_names() const {
+void Model::predict_step(const HostBatch& batch, const std::vector<float*>& outs) {
+  MR_CHECK(!in_flight_, internal, "a step is already in flight");
+  MR_CHECK(outs.size() == graph_->outputs().size(), internal, "predict_step needs ",
+           graph_->outputs().size(), " output pointers");
+  if (batch.rows == 0) return;
+  check_batch(batch, false);
+  step_.reserve(batch.rows, {});
+  step_.predict(batch, outs);
+}
+
+namespace {
+// The log keys in the order the unsorted means come (read_means()).
+std::vector<std::string> raw_names(const CompileConfig& c) {
   std::vector<std::string> names{"loss"};
-  for (const MetricConfig& m : config_.metrics) names.push_back(m.name);
+  if (c.outputs.size() == 1) {
+    for (const MetricConfig& m : c.outputs[0].metrics) names.push_back(m.name);
+    return names;
+  }
+  for (const OutputConfig& o : c.outputs) {
+    names.push_back(o.name + "_loss");
+    for (const MetricConfig& m : o.metrics) names.push_back(o.name + "_" + m.name);
+  }
+  return names;
+}
+
+// Keras 3 reports the logs of a model of several outputs sorted by key
+// (checked with Keras 3.15: "loss", "out1_loss", "out1_mae", "out2_accuracy",
+// "out2_loss"); one output keeps "loss" then the metrics in compile order.
+std::vector<size_t> log_order(const std::vector<std::string>& names, size_t outputs) {
+  std::vector<size_t> idx(names.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  if (outputs > 1)
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](size_t a, size_t b) { return names[a] < names[b]; });
+  return idx;
+}
+}  // namespace
+
+std::vector<std::string> Model::metric_names() const {
+  const std::vector<std::string> raw = raw_names(config_);
+  std::vector<std::string> names;
+  for (size_t i : log_order(raw, config_.outputs.size())) names.push_back(raw[i]);
   return names;
 }
 
@@ -152,13 +240,22 @@ void Model::reset_metrics() {
 std::vector<double> Model::read_metrics() const {
   MR_CHECK(compiled_, value, "the model is not compiled");
   const std::vector<double> total = state_.metric_totals();
-  std::vector<double> means;
-  means.push_back(state_.samples_seen > 0 ? total[0] / static_cast<double>(state_.samples_seen)
-                                          : 0.0);
-  for (size_t m = 0; m < config_.metrics.size(); ++m) {
-    const double count = total[2 + 2 * m];
-    means.push_back(count > 0 ? total[1 + 2 * m] / count : 0.0);
+  const std::vector<size_t> off = metric_offsets(config_);
+  const double seen = static_cast<double>(state_.samples_seen);
+  // Raw order: the weighted total, then per output its loss and metrics.
+  std::vector<double> raw{0.0};
+  for (size_t k = 0; k < config_.outputs.size(); ++k) {
+    const OutputConfig& o = config_.outputs[k];
+    const double loss = seen > 0 ? total[off[k]] / seen : 0.0;
+    raw[0] += static_cast<double>(o.weight) * loss;
+    if (config_.outputs.size() > 1) raw.push_back(loss);
+    for (size_t m = 0; m < o.metrics.size(); ++m) {
+      const double count = total[off[k] + 2 + 2 * m];
+      raw.push_back(count > 0 ? total[off[k] + 1 + 2 * m] / count : 0.0);
+    }
   }
+  std::vector<double> means;
+  for (size_t i : log_order(raw_names(config_), config_.outputs.size())) means.push_back(raw[i]);
   return means;
 }
 

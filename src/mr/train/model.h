@@ -82,9 +82,16 @@ class Model {
   void start_eval_step(const HostBatch& batch);
   // Forward only; writes rows x output_width() floats for output `k`.
   void predict_step(const HostBatch& batch, int k, float* out);
+  // Forward only; writes rows x output_width(k) floats of every output k
+  // whose pointer in `outs` (one per output) is not null.
+  void predict_step(const HostBatch& batch, const std::vector<float*>& outs);
+  int outputs() const { return static_cast<int>(graph_->outputs().size()); }
   int64_t output_width(int k) const;
 
-  // "loss" then the metric names; read_metrics() gives their running means.
+  // The log keys; read_metrics() gives their running means in this order.
+  // One output: "loss" then the metric names. Several (Keras 3's keys, sorted
+  // as Keras 3 sorts them): "loss" (the weighted total), "<output>_loss",
+  // "<output>_<metric>".
   std::vector<std::string> metric_names() const;
   void reset_metrics();
   std::vector<double> read_metrics() const;
@@ -104,6 +111,8 @@ class Model {
 
  private:
   void check_batch(const HostBatch& batch, bool targets) const;
+  // Floats per sample of each output's targets in `batch`.
+  std::vector<int64_t> target_widths(const HostBatch& batch) const;
 
   std::shared_ptr<const Graph> graph_;
   ReplicaSet replicas_;

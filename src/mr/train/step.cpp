@@ -27,10 +27,27 @@ class CommContext final : public ReplicaContext {
 
 }  // namespace
 
+std::vector<size_t> metric_offsets(const CompileConfig& c) {
+  std::vector<size_t> off;
+  size_t at = 0;
+  for (const OutputConfig& o : c.outputs) {
+    off.push_back(at);
+    at += 1 + 2 * o.metrics.size();
+  }
+  return off;
+}
+
+size_t metric_doubles(const CompileConfig& c) {
+  size_t n = 0;
+  for (const OutputConfig& o : c.outputs) n += 1 + 2 * o.metrics.size();
+  return n;
+}
+
 struct Step::Replica {
   std::unique_ptr<Executor> exec;
-  DeviceBuffer targets{nullptr, DeviceFree{}};
-  int64_t target_capacity = 0;  // floats
+  // One target buffer per model output, sized by reserve().
+  std::vector<DeviceBuffer> targets;
+  std::vector<int64_t> target_capacity;  // floats
   int64_t rows_last = 0;
   std::unique_ptr<CommContext> ctx;
 };
@@ -47,21 +64,29 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
 
 Step::~Step() = default;
 
-void Step::reserve(int64_t global_rows, int64_t target_width) {
+void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths) {
   const int n = replicas_.size();
   // The first replica's slice is the largest (dist/batch_split.h).
   const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
   // Host staging for the largest upload of a slice (pinned memory on a GPU).
-  int64_t widest = target_width;
+  int64_t widest = 0;
+  for (int64_t w : target_widths) widest = std::max(widest, w);
   for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
   for (int r = 0; r < n; ++r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     rep.exec->reserve(rows);
     replicas_.backend(r).reserve_staging(static_cast<size_t>(rows * widest) * sizeof(float));
-    const int64_t need = rows * target_width;
-    if (need > rep.target_capacity) {
-      rep.targets = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));
-      rep.target_capacity = need;
+    if (rep.targets.size() < target_widths.size()) {
+      while (rep.targets.size() < target_widths.size())
+        rep.targets.emplace_back(nullptr, DeviceFree{});
+      rep.target_capacity.resize(target_widths.size(), 0);
+    }
+    for (size_t k = 0; k < target_widths.size(); ++k) {
+      const int64_t need = rows * target_widths[k];
+      if (need > rep.target_capacity[k]) {
+        rep.targets[k] = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));
+        rep.target_capacity[k] = need;
+      }
     }
   }
 }
@@ -81,10 +106,14 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
               static_cast<size_t>(count * c.width) * sizeof(float));
   }
   if (targets) {
-    const HostComponent& c = batch.parts[n_in];
-    MR_CHECK(count * c.width <= rep.target_capacity, internal, "targets exceed their buffer");
-    be.upload(rep.targets.get(), c.data + begin * c.width,
-              static_cast<size_t>(count * c.width) * sizeof(float));
+    const size_t n_out = graph_.outputs().size();
+    MR_CHECK(rep.targets.size() >= n_out, internal, "target buffers not reserved");
+    for (size_t k = 0; k < n_out; ++k) {
+      const HostComponent& c = batch.parts[n_in + k];
+      MR_CHECK(count * c.width <= rep.target_capacity[k], internal, "targets exceed their buffer");
+      be.upload(rep.targets[k].get(), c.data + begin * c.width,
+                static_cast<size_t>(count * c.width) * sizeof(float));
+    }
   }
   return {begin, count};
 }
@@ -103,22 +132,38 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
-void Step::metrics(int rank, const CompileConfig& c, int64_t count, const float* out,
-                   const float* tgt) {
-  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
+void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
+  Replica& rep = *reps_[static_cast<size_t>(rank)];
+  Backend& be = replicas_.backend(rank);
+  // Output k's sums follow output k - 1's (metric_offsets()), computed in
+  // place so that the step allocates nothing.
   double* sums = state_.metric_sums(rank);
-  for (size_t m = 0; m < c.metrics.size(); ++m)
-    replicas_.backend(rank).metric(c.metrics[m].kind, c.metrics[m].threshold, count, cols, out, tgt,
-                                   sums + 1 + 2 * m);
+  size_t at = 0;
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const OutputConfig& o = c.outputs[k];
+    const int kk = static_cast<int>(k);
+    const int64_t cols = graph_.out_shape(graph_.outputs()[k]).numel();
+    const float* out = rep.exec->output(kk);
+    const auto* tgt = static_cast<const float*>(rep.targets[k].get());
+    // Output k's part of the total loss is weight_k * (its per-sample sum /
+    // global rows): its gradient is scaled by weight_k / global rows. A
+    // weight of 0 still writes the (zero) gradient the backward pass reads.
+    float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
+    be.loss(o.loss.kind, o.loss.from_logits, count, cols, out, tgt, grad_scale * o.weight, grad,
+            sums + at);
+    for (size_t m = 0; m < o.metrics.size(); ++m)
+      be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
+                sums + at + 1 + 2 * m);
+    at += 1 + 2 * o.metrics.size();
+  }
 }
 
 void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration) {
   const int64_t global_rows = batch.rows;
-  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
   // This step's values, written once to each replica's device block; every
   // op of the step reads them there.
   const StepScalars scalars = step_scalars(config.optimizer, iteration);
-  replicas_.post([this, &batch, &config, global_rows, iteration, cols, scalars](int r) {
+  replicas_.post([this, &batch, &config, global_rows, iteration, scalars](int r) {
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
@@ -129,13 +174,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
-    const float* out = rep.exec->output(0);
-    const auto* tgt = static_cast<const float*>(rep.targets.get());
-    if (count > 0) {
-      be.loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt, scale,
-              rep.exec->output_grad(0), state_.metric_sums(r));
-      metrics(r, config, count, out, tgt);
-    }
+    if (count > 0) losses(r, config, count, scale);
     rep.exec->backward(ps, state_.grads(r));
     replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
     apply_update(be, config.optimizer, state_.scalars(r), graph_.param_floats(), state_.params(r),
@@ -145,28 +184,27 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
 
 void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
   const int64_t global_rows = batch.rows;
-  const int64_t cols = graph_.out_shape(graph_.outputs()[0]).numel();
-  replicas_.post([this, &batch, &config, global_rows, cols](int r) {
+  replicas_.post([this, &batch, &config, global_rows](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
     if (count == 0) return;
     rep.exec->forward(pass(r, begin, count, global_rows, nullptr));
-    const float* out = rep.exec->output(0);
-    const auto* tgt = static_cast<const float*>(rep.targets.get());
-    replicas_.backend(r).loss(config.loss.kind, config.loss.from_logits, count, cols, out, tgt,
-                              0.0f, nullptr, state_.metric_sums(r));
-    metrics(r, config, count, out, tgt);
+    losses(r, config, count, 0.0f);
   });
 }
 
-void Step::predict(const HostBatch& batch, int k, int64_t width, float* out) {
+void Step::predict(const HostBatch& batch, const std::vector<float*>& outs) {
   replicas_.run("prediction", state_.iterations + 1, [&](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, false);
     if (count == 0) return;
     rep.exec->forward(pass(r, begin, count, batch.rows, nullptr));
-    replicas_.backend(r).download(out + begin * width, rep.exec->output(k),
-                                  static_cast<size_t>(count * width) * sizeof(float));
+    for (size_t k = 0; k < outs.size(); ++k) {
+      if (outs[k] == nullptr) continue;
+      const int64_t width = graph_.out_shape(graph_.outputs()[k]).numel();
+      replicas_.backend(r).download(outs[k] + begin * width, rep.exec->output(static_cast<int>(k)),
+                                    static_cast<size_t>(count * width) * sizeof(float));
+    }
   });
 }
 

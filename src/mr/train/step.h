@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "data/batch.h"
@@ -23,11 +24,28 @@
 
 namespace mr {
 
+// The loss of one model output, its weight in the total loss and its metrics.
+struct OutputConfig {
+  LossConfig loss;
+  float weight = 1.0f;  // Keras' loss_weights: total loss = sum of weight * output loss
+  std::vector<MetricConfig> metrics;
+  std::string name;  // the output's name, prefixing its log keys ("<name>_loss")
+};
+
 struct CompileConfig {
   OptimizerConfig optimizer;
+  // A model of one output may give only `loss` and `metrics`: Model::compile()
+  // then fills `outputs` from them. After compile(), `outputs` holds one entry
+  // per model output (Graph::outputs() order) and the step reads only it.
   LossConfig loss;
   std::vector<MetricConfig> metrics;
+  std::vector<OutputConfig> outputs;
 };
+
+// Where output k's sums live in the metric-sum block: its loss sum, then
+// (sum, count) per metric. Outputs follow one another.
+std::vector<size_t> metric_offsets(const CompileConfig& c);
+size_t metric_doubles(const CompileConfig& c);
 
 class Step {
  public:
@@ -35,15 +53,16 @@ class Step {
   ~Step();
 
   // Buffers for global batches of up to `global_rows` rows with targets of
-  // `target_width` floats per sample (0: none).
-  void reserve(int64_t global_rows, int64_t target_width);
+  // `target_widths[k]` floats per sample for output k (empty: no targets).
+  void reserve(int64_t global_rows, const std::vector<int64_t>& target_widths);
 
   // Posts the step to every replica; the caller waits (ReplicaSet::wait).
   // The batch must stay valid until then.
   void post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration);
   void post_eval(const HostBatch& batch, const CompileConfig& config);
-  // Forward only, waits; writes rows x width floats of output k to out.
-  void predict(const HostBatch& batch, int k, int64_t width, float* out);
+  // Forward only, waits; writes rows x (output k's width) floats of output k
+  // to outs[k] (outputs whose pointer is null are skipped).
+  void predict(const HostBatch& batch, const std::vector<float*>& outs);
 
   std::vector<int64_t> rows_last() const;
 
@@ -55,7 +74,9 @@ class Step {
   // training pass with the step's device block, inference without (null).
   Executor::Pass pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
                       const StepScalars* scalars);
-  void metrics(int rank, const CompileConfig& c, int64_t count, const float* out, const float* tgt);
+  // Loss (and its gradient into the outputs' gradient buffers when
+  // `grad_scale` > 0) and metric sums of every output over the replica's slice.
+  void losses(int rank, const CompileConfig& c, int64_t count, float grad_scale);
 
   const Graph& graph_;
   ReplicaSet& replicas_;

@@ -1,0 +1,108 @@
+# Several inputs and outputs: their names, and what compile() makes of a loss,
+# metrics and loss weights given per output. Keras 3's rules
+# (keras/src/trainers/compile_utils.py): one loss applies to every output; a
+# list gives one per output in output order; a named list one per output
+# name. Metrics of a model of several outputs are a list with one entry (a
+# list of metrics) per output, or a named list. The total loss is the sum of
+# each output's loss times its weight.
+
+# Names of the model's inputs (their InputLayers' names), in input order.
+model_input_names <- function(model) {
+  g <- model$graph()
+  if (is.null(g)) return("input_layer")
+  vapply(g$inputs, function(i) g$nodes[[i + 1L]]$layer$name, character(1))
+}
+
+# Names of the model's outputs: the names of a named `outputs` list given to
+# keras_model() (Keras' dict outputs), else the output layers' names.
+model_output_names <- function(model) {
+  g <- model$graph()
+  if (is.null(g)) return(NA_character_)
+  g$output_names %||% vapply(g$outputs, function(i) g$nodes[[i + 1L]]$layer$name, character(1))
+}
+
+model_output_count <- function(model) {
+  g <- model$graph()
+  if (is.null(g)) 1L else length(g$outputs)
+}
+
+is_single_loss <- function(x) inherits(x, "mirrored_loss") || (is.character(x) && length(x) == 1)
+
+# A per-output value given as one value, a list in output order or a named
+# list by output name, spread to one entry per output. `single(x)` says
+# whether x is one value (applied to every output).
+per_output <- function(x, outputs, arg, single, what, call) {
+  n <- length(outputs)
+  if (single(x)) return(rep(list(x), n))
+  if (!is.list(x) && !(is.atomic(x) && length(x) > 1)) {
+    abort_value("{.arg {arg}} must be {what}, a list of them (one per output) or a named list by output name, not {describe(x)}.",
+                call = call)
+  }
+  x <- as.list(x)
+  nm <- names(x)
+  if (!is.null(nm) && all(nzchar(nm))) {
+    unknown <- setdiff(nm, outputs)
+    if (length(unknown)) {
+      abort_value("{.arg {arg}} names {.val {unknown}}, which {?is/are} not output{?s} of the model; its outputs are {.val {outputs}}.",
+                  call = call)
+    }
+    return(stats::setNames(lapply(outputs, function(o) x[[o]]), outputs))
+  }
+  if (length(x) != n) {
+    abort_value(c("{.arg {arg}} must have one entry per model output ({n}: {.val {outputs}}), or name the outputs;",
+                  "it has {length(x)}."), call = call)
+  }
+  x
+}
+
+# What compile() records for each output: list(name, loss, weight, metrics).
+resolve_outputs <- function(model, loss, metrics, loss_weights, call = sys.call(-1)) {
+  outputs <- model_output_names(model)
+  n <- length(outputs)
+  losses <- per_output(loss, outputs, "loss", is_single_loss, "a loss object or name", call)
+  missing_loss <- vapply(losses, is.null, logical(1))
+  if (any(missing_loss)) {
+    abort_value("{.arg loss} gives no loss for output{?s} {.val {outputs[missing_loss]}}; every output needs one.",
+                call = call)
+  }
+  losses <- lapply(losses, as_loss, call = call)
+  weights <- if (is.null(loss_weights)) rep(list(1), n)
+             else per_output(loss_weights, outputs, "loss_weights", function(x) is.numeric(x) && length(x) == 1 && n == 1,
+                             "a number", call)
+  weights <- vapply(seq_len(n), function(k) {
+    w <- weights[[k]] %||% 1
+    check_num(w, if (n == 1) "loss_weights" else paste0("loss_weights$", outputs[k]), min = 0, call = call)
+  }, numeric(1))
+  per_metrics <- if (is.null(metrics)) rep(list(NULL), n)
+                 else if (n == 1) {
+                   m <- metrics
+                   if (is.list(m) && !inherits(m, "mirrored_metric") && !is.null(names(m)) &&
+                       identical(names(m), outputs)) m <- m[[1]]
+                   list(m)
+                 } else {
+                   per_output(metrics, outputs, "metrics", function(x) FALSE,
+                              "a list with one list of metrics per output", call)
+                 }
+  lapply(seq_len(n), function(k) {
+    ms <- per_metrics[[k]]
+    if (inherits(ms, "mirrored_metric")) ms <- list(ms)
+    if (!is.null(ms) && !is.list(ms)) ms <- as.list(ms)
+    ms <- lapply(ms, as_metric, loss = losses[[k]], call = call)
+    names_k <- c("loss", vapply(ms, function(m) m$name, character(1)))
+    if (anyDuplicated(names_k)) {
+      abort_value("Metric names must be unique{if (n > 1) paste0(' for output ', outputs[k])}; got {.val {names_k}}.",
+                  call = call)
+    }
+    list(name = outputs[k], loss = losses[[k]], weight = weights[k], metrics = ms)
+  })
+}
+
+# The compile settings of each output as the core takes them.
+outputs_core_spec <- function(model) {
+  spec <- function(m) list(kind = m$kind, threshold = m$threshold, name = m$name)
+  lapply(model$compiled_outputs, function(o) {
+    list(loss = list(kind = o$loss$kind, from_logits = o$loss$from_logits, name = o$loss$name),
+         weight = o$weight, metrics = lapply(o$metrics, spec),
+         name = if (is.na(o$name)) "" else o$name)
+  })
+}
