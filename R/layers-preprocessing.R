@@ -268,7 +268,7 @@ adapt_moments_dataset <- function(data, per_index, steps, call = sys.call(-1)) {
 # adaptable layers (so a later adapt() reaches it) and, when `write`, writes
 # their adapted values into its weights.
 attach_layer_states <- function(model, write = TRUE) {
-  for (layer in model$layers) {
+  for (layer in lapply(model$layers, layer_object)) {
     if (!identical(layer$class_name, "Normalization")) next
     if (!any(vapply(layer$models, function(m) identical(m, model), logical(1)))) {
       layer$models <- c(layer$models, list(model))
@@ -288,7 +288,7 @@ layer_weight_offset <- function(model, layer, values, w = model$get_weights(), c
     if (!length(n$inputs)) next
     shapes <- lapply(n$inputs, function(i) g$nodes[[i + 1L]]$shape)
     nw <- length(n$layer$spec(shapes, call = call)$weights$name)
-    if (identical(n$layer, layer)) {
+    if (identical(layer_object(n$layer), layer_object(layer))) {
       if (nw != length(values) || length(w[[k + 1L]]) != length(values[[1]]) ||
           length(w[[k + 2L]]) != length(values[[2]])) {
         abort_kind("shape", c("Layer {.val {layer$name}} was adapted to {length(values[[1]])} feature{?s}, but model {.val {model$name}} gives it {length(w[[k + 1L]])}."),
