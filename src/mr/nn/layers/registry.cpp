@@ -13,7 +13,27 @@
   X(Dropout)              \
   X(Flatten)              \
   X(BatchNormalization)   \
-  X(Add)
+  X(Add)                  \
+  X(Reshape)              \
+  X(Permute)              \
+  X(RepeatVector)         \
+  X(ZeroPadding1D)        \
+  X(ZeroPadding2D)        \
+  X(Cropping1D)           \
+  X(Cropping2D)           \
+  X(UpSampling1D)         \
+  X(UpSampling2D)         \
+  X(Concatenate)          \
+  X(Subtract)             \
+  X(Multiply)             \
+  X(Average)              \
+  X(Maximum)              \
+  X(Minimum)              \
+  X(Dot)                  \
+  X(ReLU)                 \
+  X(LeakyReLU)            \
+  X(ELU)                  \
+  X(Softmax)
 
 namespace mr {
 
