@@ -76,8 +76,8 @@ test_that("activation_*() on symbolic tensors add layers, and work as `activatio
 test_that("parametrised activation layers check arguments and write Keras configs", {
   x <- keras_input(shape = c(2, 5))
   r <- layer_activation_relu(max_value = 6, negative_slope = 0.1, threshold = 0.5)
-  expect_equal(r$config[c("max_value", "negative_slope", "threshold")],
-               list(max_value = 6, negative_slope = 0.1, threshold = 0.5))
+  expect_identical(r$config[c("max_value", "negative_slope", "threshold")],
+                   list(max_value = 6, negative_slope = 0.1, threshold = 0.5))
   expect_null(layer_activation_relu()$config$max_value)
   expect_identical(layer_activation_leaky_relu()$config$negative_slope, 0.3)
   expect_identical(layer_activation_elu(alpha = 0.7)$config$alpha, 0.7)

@@ -133,6 +133,8 @@ TEST(Activations, LayersReadAndWriteKerasConfigs) {
   EXPECT_EQ(y, (Vec{0, 3, 6, 6}));
   EXPECT_EQ(relu.layer().config()["max_value"], 6.0);
   EXPECT_EQ(relu.layer().config()["threshold"], 0.0);
+  LayerRun leaky_relu("ReLU", Json{{"name", "r"}, {"negative_slope", 0.1}}, {Shape{2}});
+  EXPECT_EQ(leaky_relu.layer().config()["negative_slope"], 0.1);  // written back as given
   LayerRun plain("ReLU", Json{{"name", "r"}}, {Shape{2}});
   EXPECT_TRUE(plain.layer().config()["max_value"].is_null());
   EXPECT_THROW(LayerRun("ReLU", Json{{"name", "r"}, {"max_value", -1}}, {Shape{2}}), Error);

@@ -1,6 +1,6 @@
-// ELU: x > 0 ? x : alpha * (exp(x) - 1). Keras 3's ELU.get_config() omits
-// alpha (a Keras oversight: a reloaded layer has alpha 1); mirrored writes
-// it, which Keras' from_config() accepts, so a saved model keeps its alpha.
+// ELU: x > 0 ? x : alpha * (exp(x) - 1). Keras 3's ELU has no get_config()
+// of its own: Operation's auto-config writes the constructor's arguments,
+// i.e. "alpha" after the name.
 #include "nn/layers/activation_layer.h"
 
 namespace mr {

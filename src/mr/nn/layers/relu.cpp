@@ -19,28 +19,30 @@ class ReLU final : public Layer {
   void backward(const BackwardArgs& a) const override { op_.backward(a); }
   Json config() const override {
     Json c = base_config(name_);
-    c["max_value"] = std::isinf(p_.max_value) ? Json(nullptr) : Json(p_.max_value);
-    c["negative_slope"] = p_.alpha;
-    c["threshold"] = p_.threshold;
+    c["max_value"] = std::isinf(max_value_) ? Json(nullptr) : Json(max_value_);
+    c["negative_slope"] = negative_slope_;
+    c["threshold"] = threshold_;
     return c;
   }
 
  private:
   ActivationParams read(ConfigReader& r) {
-    const double mv = r.number("max_value", INFINITY);
-    if (mv < 0) r.bad("max_value", "NULL or a number >= 0");
-    const double ns = r.number("negative_slope", 0.0);
-    if (!(ns >= 0)) r.bad("negative_slope", "a number >= 0");
-    const double th = r.number("threshold", 0.0);
-    if (!(th >= 0)) r.bad("threshold", "a number >= 0");
-    p_.alpha = static_cast<float>(ns);
-    p_.max_value = static_cast<float>(mv);
-    p_.threshold = static_cast<float>(th);
-    return p_;
+    // Kept as given (doubles), so the config is written back unchanged.
+    max_value_ = r.number("max_value", INFINITY);
+    if (!(max_value_ >= 0)) r.bad("max_value", "NULL or a number >= 0");
+    negative_slope_ = r.number("negative_slope", 0.0);
+    if (!(negative_slope_ >= 0)) r.bad("negative_slope", "a number >= 0");
+    threshold_ = r.number("threshold", 0.0);
+    if (!(threshold_ >= 0)) r.bad("threshold", "a number >= 0");
+    ActivationParams p;
+    p.alpha = static_cast<float>(negative_slope_);
+    p.max_value = static_cast<float>(max_value_);
+    p.threshold = static_cast<float>(threshold_);
+    return p;
   }
 
   std::string name_, who_;
-  ActivationParams p_;
+  double max_value_ = INFINITY, negative_slope_ = 0.0, threshold_ = 0.0;
   ActivationOp op_;
 };
 
