@@ -34,7 +34,7 @@ layer_add <- function(inputs, ...) {
 # layer's own (name, dtype, ...). No inputs: the layer; else the layer applied,
 # after checking the count (`min` inputs, exactly `min` when `exact`).
 merge_layer <- function(class_name, config, inputs, dots, fn, min = 2L, exact = FALSE,
-                        call = sys.call(-1)) {
+                        check = NULL, call = sys.call(-1)) {
   unnamed <- if (is.null(names(dots))) rep(TRUE, length(dots)) else names(dots) == ""
   tensors <- if (is.null(inputs)) list() else if (is_keras_tensor(inputs)) list(inputs) else inputs
   if (!is.list(tensors)) {
@@ -48,6 +48,7 @@ merge_layer <- function(class_name, config, inputs, dots, fn, min = 2L, exact = 
     abort_value("{.fn {fn}} needs exactly {min} inputs, got {n}.", call = call)
   }
   if (n < min) abort_value("{.fn {fn}} needs at least {min} inputs, got {n}.", call = call)
+  if (!is.null(check) && all(vapply(tensors, is_keras_tensor, logical(1)))) check(tensors)
   call_layer(layer, tensors, call = call)
 }
 
@@ -178,8 +179,11 @@ layer_minimum <- function(inputs, ...) {
 #' Dot product of two inputs
 #'
 #' The per-sample dot product of two symbolic tensors along `axes` (Keras'
-#' `Dot` layer). mirrored supports inputs of shape `(batch, n)` (axes 2 or
-#' -1), whose output has shape `(batch, 1)`; higher ranks are a
+#' `Dot` layer, its `batch_dot`): inputs of shape `(batch, n)` give
+#' `(batch, 1)`; inputs of shape `(batch, p, q)` and `(batch, s, t)` give the
+#' per-sample matrix product over the named axes, of shape `(batch, x's other
+#' axis, y's other axis)`. Other ranks, inputs of different ranks, and
+#' `normalize = TRUE` along a non-last axis of rank-3 inputs are a
 #' `mirrored_not_yet_error`.
 #'
 #' @inheritParams layer_add
@@ -187,7 +191,7 @@ layer_minimum <- function(inputs, ...) {
 #'   (1-based with the batch axis as 1, or negative from the end): one
 #'   integer for both inputs or two.
 #' @param normalize If `TRUE`, each input is L2-normalized along its axis
-#'   first, so the output is the cosine similarity.
+#'   first, so the output is the cosine similarity (Keras' `normalize`).
 #' @return A symbolic tensor, or the layer when there are no inputs.
 #' @family layers
 #' @family merging layers
@@ -206,6 +210,21 @@ layer_dot <- function(inputs, ..., axes, normalize = FALSE) {
   ax <- integer(0)
   for (a in axes) ax <- c(ax, as_keras_axis(a, "axes"))
   check_bool(normalize, "normalize")
+  call <- sys.call()
+  # What the core computes but mirrored does not implement yet (Keras does).
+  not_yet <- function(tensors) {
+    ranks <- vapply(tensors, function(t) length(t$shape) + 1L, integer(1))
+    if (ranks[1] != ranks[2] || !all(ranks %in% 2:3)) {
+      abort_not_yet("{.fn layer_dot} of inputs of ranks {ranks[1]} and {ranks[2]} is not supported yet (equal ranks 2 or 3 are).",
+                    call = call)
+    }
+    last <- ifelse(ax < 0, ax + ranks, ax) == ranks - 1L
+    if (normalize && ranks[1] == 3 && !all(rep_len(last, 2))) {
+      abort_not_yet("{.arg normalize} = TRUE along an axis other than the last is not supported yet for inputs of rank 3.",
+                    call = call)
+    }
+  }
   merge_layer("Dot", list(axes = if (length(ax) == 1) ax else as.list(ax), normalize = normalize),
-              if (missing(inputs)) NULL else inputs, list(...), "layer_dot", exact = TRUE)
+              if (missing(inputs)) NULL else inputs, list(...), "layer_dot", exact = TRUE,
+              check = not_yet)
 }

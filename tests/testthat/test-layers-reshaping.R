@@ -64,7 +64,12 @@ test_that("merge constructors check their inputs and name the layer and the shap
   expect_equal(dim(layer_dot(list(a, a), axes = -1)), c(NA, 1L))
   expect_identical(layer_dot(axes = 2, normalize = TRUE)$config$axes, 1L)
   expect_error(layer_dot(list(a, b), axes = 2), class = "mirrored_shape_error", regexp = "Dot")
-  expect_error(layer_dot(list(m1, m1), axes = 3), class = "mirrored_value_error", regexp = "not supported yet")
+  expect_equal(dim(layer_dot(list(m1, m2), axes = 3)), c(NA, 2L, 4L))
+  expect_equal(dim(layer_dot(list(m1, m1), axes = c(2, 2))), c(NA, 3L, 3L))
+  expect_error(layer_dot(list(a, m1), axes = -1), class = "mirrored_not_yet_error", regexp = "ranks 2 and 3")
+  expect_error(layer_dot(list(m1, m1), axes = 2, normalize = TRUE), class = "mirrored_not_yet_error",
+               regexp = "normalize")
+  expect_equal(dim(layer_dot(list(m1, m2), axes = -1, normalize = TRUE)), c(NA, 2L, 4L))
   expect_error(layer_dot(list(a, a)), class = "mirrored_value_error", regexp = "axes")
   expect_error(layer_dot(list(a, a), axes = 2, normalize = NA), class = "mirrored_value_error", regexp = "normalize")
 })
@@ -79,12 +84,17 @@ mixed_model <- function(strategy, x, y) {
     rep <- inp |> layer_dense(3) |> layer_repeat_vector(2) |> layer_flatten()
     # Each merge gets its own pair of branches: the executor accumulates the
     # gradient of at most one already-consumed input per node.
+    batch_matmul <- function(p) {
+      layer_dot(list(p[[1]] |> layer_reshape(c(2, 3)), p[[2]] |> layer_reshape(c(3, 2))),
+                axes = c(3, 2)) |> layer_flatten()
+    }
     pair <- function() list(inp |> layer_dense(6, activation = "elu"),
                             inp |> layer_dense(6) |> layer_activation_leaky_relu())
     merged <- layer_concatenate(list(seq, rep, layer_maximum(pair()), layer_subtract(pair()),
                                      layer_multiply(pair()), layer_average(pair()),
                                      layer_minimum(pair()),
-                                     layer_dot(pair(), axes = -1, normalize = TRUE)))
+                                     layer_dot(pair(), axes = -1, normalize = TRUE),
+                                     batch_matmul(pair())))
     out <- merged |> layer_dense(3) |> layer_activation_relu(max_value = 6, negative_slope = 0.1)
     model <- keras_model(inp, out)
     model |> compile(optimizer = optimizer_adam(learning_rate = 0.01), loss = "mse")

@@ -182,7 +182,52 @@ TEST(MergeLayers, DotWithAndWithoutNormalize) {
   expect_fd(n, 3, n.inputs(3, 0.1), 1e-3, 5e-3);
   EXPECT_EQ(n.layer().config()["normalize"], true);
   EXPECT_THROW(LayerRun("Dot", cfg({{"axes", 1}}), {Shape{3}, Shape{4}}), Error);
-  EXPECT_THROW(LayerRun("Dot", cfg({{"axes", 1}}), {Shape{2, 3}, Shape{2, 3}}), Error);
+  EXPECT_THROW(LayerRun("Dot", cfg({{"axes", 1}}), {Shape{3}, Shape{2, 3}}), Error);
+}
+
+TEST(MergeLayers, DotOfMatricesIsABatchedMatrixProduct) {
+  // x (2, 3), y (3, 2) per sample, axes (2, 1): out = x y.
+  LayerRun d("Dot", cfg({{"axes", {2, 1}}}), {Shape{2, 3}, Shape{3, 2}});
+  EXPECT_EQ(d.out_shape(), (Shape{2, 2}));
+  const Vec y = d.forward({{1, 2, 3, 4, 5, 6}, {1, 0, 0, 1, 1, 1}}, 1);
+  EXPECT_EQ(y, (Vec{4, 5, 10, 11}));
+  expect_fd(d, 3, d.inputs(3, 0.2), 1e-2, 2e-3);
+  // Every pair of contracted axes (Keras' numbering, batch axis 0): shapes
+  // (batch, 3, 4) and (batch, 4, 3) / (batch, 3, 4) joined on length 3 or 4.
+  struct A {
+    int a0, a1;
+    Shape x, y, out;
+  };
+  for (const A& c : {A{1, 1, Shape{3, 4}, Shape{3, 2}, Shape{4, 2}},
+                     A{1, 2, Shape{3, 4}, Shape{2, 3}, Shape{4, 2}},
+                     A{2, 1, Shape{3, 4}, Shape{4, 2}, Shape{3, 2}},
+                     A{2, 2, Shape{3, 4}, Shape{2, 4}, Shape{3, 2}}}) {
+    LayerRun run("Dot", cfg({{"axes", {c.a0, c.a1}}}), {c.x, c.y});
+    EXPECT_EQ(run.out_shape(), c.out) << c.a0 << c.a1;
+    // Forward against a direct triple loop.
+    const std::vector<Vec> in = run.inputs(2, 0.7);
+    const Vec out = run.forward(in, 2);
+    const int64_t f0 = c.out[0], f1 = c.out[1], k = c.a0 == 1 ? c.x[0] : c.x[1];
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t i = 0; i < f0; ++i)
+        for (int64_t j = 0; j < f1; ++j) {
+          double s = 0;
+          for (int64_t t = 0; t < k; ++t) {
+            const int64_t xi = c.a0 == 1 ? t * c.x[1] + i : i * c.x[1] + t;
+            const int64_t yi = c.a1 == 1 ? t * c.y[1] + j : j * c.y[1] + t;
+            s += double{in[0][static_cast<size_t>(r * c.x.numel() + xi)]} *
+                 in[1][static_cast<size_t>(r * c.y.numel() + yi)];
+          }
+          EXPECT_NEAR(out[static_cast<size_t>(r * f0 * f1 + i * f1 + j)], s, 1e-5);
+        }
+    expect_fd(run, 2, run.inputs(2, 0.3), 1e-2, 2e-3);
+  }
+  LayerRun n("Dot", cfg({{"axes", -1}, {"normalize", true}}), {Shape{2, 3}, Shape{4, 3}});
+  EXPECT_EQ(n.out_shape(), (Shape{2, 4}));
+  expect_fd(n, 2, n.inputs(2, 0.5), 1e-3, 5e-3);
+  EXPECT_THROW(LayerRun("Dot", cfg({{"axes", 1}, {"normalize", true}}), {Shape{3, 2}, Shape{3, 2}}),
+               Error);
+  EXPECT_THROW(LayerRun("Dot", cfg({{"axes", {1, 2}}}), {Shape{3, 2}, Shape{3, 2}}), Error);
 }
 
 TEST(ShapeLayers, ZeroRowsTouchNothing) {
@@ -201,6 +246,7 @@ TEST(ShapeLayers, ZeroRowsTouchNothing) {
       {"Concatenate", cfg({}), {Shape{2}, Shape{3}}},
       {"Maximum", cfg({}), {Shape{2}, Shape{2}}},
       {"Dot", cfg({{"axes", 1}, {"normalize", true}}), {Shape{2}, Shape{2}}},
+      {"Dot", cfg({{"axes", -1}, {"normalize", true}}), {Shape{2, 2}, Shape{3, 2}}},
   };
   for (const C& c : cases) {
     LayerRun run(c.cls, c.config, c.in);
