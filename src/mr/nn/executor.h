@@ -60,7 +60,8 @@ class Executor {
   int64_t capacity_ = 0;
   DeviceBuffer work_;
   std::vector<NodeBuffers> buf_;
-  int64_t scratch_ = -1;  // for nodes whose output feeds several consumers
+  int64_t scratch_ = -1;      // for nodes whose output feeds several consumers
+  int64_t scratch_slot_ = 0;  // floats per input slot of scratch_
   std::vector<char> grad_written_;
 };
 
