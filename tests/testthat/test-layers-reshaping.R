@@ -82,15 +82,17 @@ mixed_model <- function(strategy, x, y) {
       layer_zero_padding_1d(1) |> layer_upsampling_1d(2) |> layer_cropping_1d(c(1, 2)) |>
       layer_permute(c(2, 1)) |> layer_flatten()
     rep <- inp |> layer_dense(3) |> layer_repeat_vector(2) |> layer_flatten()
-    # Each merge gets its own pair of branches: the executor accumulates the
-    # gradient of at most one already-consumed input per node.
+    # Some merges share their inputs (every input then accumulates its
+    # gradient), the others get their own pair of branches.
     batch_matmul <- function(p) {
       layer_dot(list(p[[1]] |> layer_reshape(c(2, 3)), p[[2]] |> layer_reshape(c(3, 2))),
                 axes = c(3, 2)) |> layer_flatten()
     }
     pair <- function() list(inp |> layer_dense(6, activation = "elu"),
                             inp |> layer_dense(6) |> layer_activation_leaky_relu())
-    merged <- layer_concatenate(list(seq, rep, layer_maximum(pair()), layer_subtract(pair()),
+    shared <- pair()
+    merged <- layer_concatenate(list(seq, rep, layer_maximum(shared), layer_subtract(shared),
+                                     layer_multiply(list(shared[[1]], shared[[1]])),
                                      layer_multiply(pair()), layer_average(pair()),
                                      layer_minimum(pair()),
                                      layer_dot(pair(), axes = -1, normalize = TRUE),
