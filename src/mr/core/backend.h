@@ -34,7 +34,9 @@ enum class Activation {
   tanh,
   softmax,
   gelu,
-  // Added for issue 12 (appended: the values above keep their numbers).
+  // Added for issue 12 (appended: the values above keep their numbers). A
+  // new element-wise activation goes at the end with its cases in
+  // kmath::act_value / act_grad (which return x / 1 for unknown values).
   elu,
   selu,
   silu,
