@@ -7,8 +7,9 @@
 #'   returned), a symbolic tensor from [keras_input()] (the layer is applied
 #'   to it) or a sequential model (the layer is added to it).
 #' @param units Positive integer, dimensionality of the output.
-#' @param activation Name of the activation: `"relu"`, `"sigmoid"`,
-#'   `"tanh"`, `"softmax"`, `"gelu"` or `"linear"`/`NULL` (none).
+#' @param activation Name of the activation (`"relu"`, `"softmax"`, ...; see
+#'   [layer_activation()]), one of the [activations] functions
+#'   (`activation_relu`, ...), or `NULL` (none).
 #' @param use_bias Whether the layer has a bias vector.
 #' @param kernel_initializer,bias_initializer Initializer objects or names,
 #'   see [initializer_glorot_uniform()].
@@ -49,8 +50,12 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
 #' Apply an activation function
 #'
 #' @inheritParams layer_dense
-#' @param activation Name of the activation: `"relu"`, `"sigmoid"`,
-#'   `"tanh"`, `"softmax"`, `"gelu"` or `"linear"`.
+#' @param activation Name of the activation (`"relu"`, `"sigmoid"`, `"tanh"`,
+#'   `"softmax"`, `"gelu"`, `"linear"`, `"elu"`, `"selu"`, `"silu"` or
+#'   `"swish"`, `"leaky_relu"`, `"relu6"`, `"softplus"`, `"softsign"`,
+#'   `"hard_sigmoid"`, `"hard_silu"` or `"hard_swish"`, `"exponential"`,
+#'   `"mish"`, `"log_softmax"`), or one of the [activations] functions
+#'   (`activation_relu`, ...).
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers
 #' @seealso [layer_dense()]
@@ -117,10 +122,24 @@ layer_flatten <- function(object, data_format = NULL, ...) {
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
-activation_names <- c("linear", "relu", "sigmoid", "tanh", "softmax", "gelu")
+activation_names <- c("linear", "relu", "sigmoid", "tanh", "softmax", "gelu",
+                      "elu", "selu", "silu", "swish", "leaky_relu", "relu6", "softplus",
+                      "softsign", "hard_sigmoid", "hard_silu", "hard_swish", "exponential",
+                      "mish", "log_softmax")
 
+# An activation name, or one of mirrored's activation_*() functions (which
+# carries its name); NULL is "linear".
 check_activation <- function(activation, call = sys.call(-1)) {
   if (is.null(activation)) return("linear")
+  if (is.function(activation)) {
+    name <- attr(activation, "mirrored_activation", exact = TRUE)
+    if (is.null(name)) {
+      abort_not_yet(c("{.arg activation}: custom activation functions are not supported yet.",
+                      "i" = "Use a name ({.val relu}, ...) or one of mirrored's {.fn activation_relu}, ... functions."),
+                    call = call)
+    }
+    return(name)
+  }
   if (!(is.character(activation) && length(activation) == 1 && activation %in% activation_names)) {
     abort_value("{.arg activation} must be one of {.val {activation_names}}, not {describe(activation)}.",
                 call = call)

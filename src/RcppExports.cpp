@@ -11,6 +11,23 @@ Rcpp::Rostream<true>&  Rcpp::Rcout = Rcpp::Rcpp_cout_get();
 Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
+// cpp_activation
+Rcpp::NumericVector cpp_activation(std::string name, Rcpp::NumericVector x, double rows, double cols, double alpha, double max_value, double threshold);
+RcppExport SEXP _mirrored_cpp_activation(SEXP nameSEXP, SEXP xSEXP, SEXP rowsSEXP, SEXP colsSEXP, SEXP alphaSEXP, SEXP max_valueSEXP, SEXP thresholdSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type name(nameSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type x(xSEXP);
+    Rcpp::traits::input_parameter< double >::type rows(rowsSEXP);
+    Rcpp::traits::input_parameter< double >::type cols(colsSEXP);
+    Rcpp::traits::input_parameter< double >::type alpha(alphaSEXP);
+    Rcpp::traits::input_parameter< double >::type max_value(max_valueSEXP);
+    Rcpp::traits::input_parameter< double >::type threshold(thresholdSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_activation(name, x, rows, cols, alpha, max_value, threshold));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_built_with_cuda
 bool cpp_built_with_cuda();
 RcppExport SEXP _mirrored_cpp_built_with_cuda() {
@@ -776,6 +793,7 @@ END_RCPP
 }
 
 static const R_CallMethodDef CallEntries[] = {
+    {"_mirrored_cpp_activation", (DL_FUNC) &_mirrored_cpp_activation, 7},
     {"_mirrored_cpp_built_with_cuda", (DL_FUNC) &_mirrored_cpp_built_with_cuda, 0},
     {"_mirrored_cpp_built_with_nccl", (DL_FUNC) &_mirrored_cpp_built_with_nccl, 0},
     {"_mirrored_cpp_cuda_device_count", (DL_FUNC) &_mirrored_cpp_cuda_device_count, 0},

@@ -16,7 +16,7 @@ test_that("bad layer and model arguments are classed errors naming the argument"
   expect_mirrored_error(layer_dense(units = -2), regexp = "units")
   expect_mirrored_error(layer_dense(units = 2.5), regexp = "units")
   expect_mirrored_error(layer_dense(units = "a"), regexp = "units")
-  expect_mirrored_error(layer_dense(units = 2, activation = "swish"), regexp = "activation")
+  expect_mirrored_error(layer_dense(units = 2, activation = "swishy"), regexp = "activation")
   expect_mirrored_error(layer_dense(units = 2, kernel_initializer = "orthogonal"), regexp = "kernel_initializer")
   expect_mirrored_error(layer_dropout(rate = 1), regexp = "rate")
   expect_mirrored_error(layer_dropout(rate = -0.1), regexp = "rate")

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -24,7 +25,44 @@ namespace mr {
 
 enum class DeviceKind { cpu, cuda };
 
-enum class Activation { linear, relu, sigmoid, tanh, softmax, gelu };
+// Element-wise activations, except softmax and log_softmax (row-wise over the
+// last axis). Formulas: backends/common/kernel_math.h (Keras 3 semantics).
+enum class Activation {
+  linear,
+  relu,
+  sigmoid,
+  tanh,
+  softmax,
+  gelu,
+  // Added for issue 12 (appended: the values above keep their numbers). A
+  // new element-wise activation goes at the end with its cases in
+  // kmath::act_value / act_grad (which return x / 1 for unknown values).
+  elu,
+  selu,
+  silu,
+  leaky_relu,
+  relu6,
+  softplus,
+  softsign,
+  hard_sigmoid,
+  hard_silu,
+  exponential,
+  mish,
+  log_softmax
+};
+
+// Parameters of the parametrised activations; the defaults give each
+// activation's plain (string-named) form:
+// - relu: f(x) = x > threshold ? min(x, max_value) : 0, minus alpha * max(threshold - x, 0)
+//   (Keras' relu(x, negative_slope = alpha, max_value, threshold));
+// - leaky_relu: x >= 0 ? x : alpha * x (alpha NaN: Keras' 0.2);
+// - elu: x > 0 ? x : alpha * (exp(x) - 1) (alpha NaN: 1).
+// Other activations ignore them.
+struct ActivationParams {
+  float alpha = std::numeric_limits<float>::quiet_NaN();  // NaN: the activation's default
+  float max_value = std::numeric_limits<float>::infinity();
+  float threshold = 0.0f;
+};
 
 // Losses compute per-sample values (the mean over the last axis for the
 // element-wise ones, as Keras' loss functions do) and their gradient.
@@ -41,6 +79,19 @@ enum class MetricKind {
   categorical_accuracy,
   binary_accuracy,
   mean_absolute_error
+};
+
+// The index box of a strided_copy (see Backend::strided_copy); a trivially
+// copyable value, passed to device kernels as it is.
+constexpr int kMaxStridedRank = 8;
+struct StridedCopy {
+  int rank = 0;
+  int64_t dims[kMaxStridedRank] = {};
+  int64_t src_stride[kMaxStridedRank] = {};
+  int64_t dst_stride[kMaxStridedRank] = {};
+  int sum_rank = 0;
+  int64_t sum_dims[kMaxStridedRank] = {};
+  int64_t sum_stride[kMaxStridedRank] = {};
 };
 
 class Backend;
@@ -147,13 +198,16 @@ class Backend {
   virtual void bias_grad(int64_t rows, int64_t cols, const float* dy, float* db,
                          bool accumulate) = 0;
 
-  // ---- activations (row-wise for softmax) -----------------------------------
-  // y may alias x except for softmax and gelu.
+  // ---- activations (row-wise for softmax and log_softmax) --------------------
+  // y may alias x for linear, relu (default params), sigmoid, tanh and
+  // log_softmax (their backward reads y only); the others' backward reads x,
+  // so x must survive the forward (softmax and gelu refuse to run in place).
   virtual void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                  float* y) = 0;
+                                  float* y, const ActivationParams& p = {}) = 0;
   // dx from the input x, the output y and the output gradient dy. dx may alias dy.
   virtual void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                   const float* y, const float* dy, float* dx) = 0;
+                                   const float* y, const float* dy, float* dx,
+                                   const ActivationParams& p = {}) = 0;
 
   // ---- dropout ----------------------------------------------------------------
   // mask[i] = 0 or 1/(1-rate), drawn from Philox keyed by (seed, step, stream,
@@ -279,6 +333,32 @@ class Backend {
   // dx = dy / s, or dy * s when invert. dx may alias dy.
   virtual void normalize_columns_backward(int64_t rows, int64_t cols, const float* dy,
                                           const float* var, bool invert, float* dx) = 0;
+  // ---- shape and merge ops (reshaping and merging layers, issue 12) ------------
+  // strided_copy: for every index i = (i_0, .., i_{rank-1}) of the box `dims`,
+  //   dst[sum_k i_k dst_stride[k]] = sum_j src[sum_k i_k src_stride[k] + sum_l j_l sum_stride[l]]
+  // with j running over the box `sum_dims` (sum_rank == 0: a plain copy), summed
+  // in j's row-major order in float, so the result depends only on the inputs.
+  // One op serves permutes, crops and pads (windows), repeats (stride 0) and
+  // their adjoints (sums over the repeated axes). Strides count floats; the
+  // destination positions must be distinct (no two i write the same float).
+  // An empty box does nothing. Implementations: cpu_strided.cpp, cuda_strided.cu.
+  virtual void strided_copy(const StridedCopy& c, const float* src, float* dst) = 0;
+  // out = is_max ? (a >= b ? a : b) : (a <= b ? a : b), element-wise; out may alias a or b.
+  virtual void extremum(int64_t n, bool is_max, const float* a, const float* b, float* out) = 0;
+  // The gradient of y = max (or min) of inputs x_0, x_1, .. for one input x_k,
+  // called for k = 0, 1, .. in order with `taken` zeroed before k = 0: the
+  // gradient goes to the first input equal to y. Element-wise:
+  //   hit = taken == 0 && x == y;  dx = hit ? dy : 0 (dx null: not written);
+  //   taken = (taken != 0 || x == y) ? 1 : 0.
+  virtual void extremum_grad(int64_t n, const float* x, const float* y, const float* dy,
+                             float* taken, float* dx) = 0;
+  // Keras' l2_normalize over each row of a rows x cols view (Dot's normalize):
+  // y[r, :] = x[r, :] / sqrt(max(sum_c x[r, c]^2, 1e-12)), the sum in double.
+  virtual void l2_normalize_rows(int64_t rows, int64_t cols, const float* x, float* y) = 0;
+  // Its gradient: with s = sum_c x^2 and n = sqrt(s), dx = (dy - y <dy, y>) / n
+  // when s >= 1e-12, else dx = dy / sqrt(1e-12) (the max passes no gradient to s).
+  virtual void l2_normalize_rows_backward(int64_t rows, int64_t cols, const float* x,
+                                          const float* dy, float* dx) = 0;
 
  private:
   WaitLimits limits_;

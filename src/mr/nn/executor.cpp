@@ -30,7 +30,14 @@ void Executor::reserve(int64_t rows) {
     b.work = graph_.work_floats(i) > 0 ? take(graph_.work_floats(i)) : -1;
     if (graph_.consumers(i) > 1 && graph_.needs_grad(i)) widest = std::max(widest, width);
   }
-  scratch_ = widest > 0 ? take(rows * widest) : -1;
+  // One scratch slot per input of the node with the most inputs: every input
+  // of a node may need its gradient accumulated (merge layers whose inputs
+  // feed other layers too, or one tensor fed twice).
+  size_t max_inputs = 1;
+  for (int i = 0; i < graph_.size(); ++i)
+    max_inputs = std::max(max_inputs, graph_.node(i).inputs.size());
+  scratch_slot_ = rows * widest;
+  scratch_ = widest > 0 ? take(scratch_slot_ * static_cast<int64_t>(max_inputs)) : -1;
   int64_t shared = 0;
   for (int i = 0; i < graph_.size(); ++i)
     if (graph_.node(i).shares >= 0) shared = std::max(shared, graph_.param_floats(i));
@@ -117,14 +124,21 @@ void Executor::backward(const Pass& p, float* grads) {
                    at(b.out),  at(b.grad), {},
                    {},         {},         {},
                    at(b.aux),  at(b.work), ctx};
-    std::vector<int> accumulate;  // inputs whose gradient already holds a consumer's part
+    // Inputs whose gradient already holds a consumer's part (or that an
+    // earlier slot of this node writes): their layer writes into a scratch
+    // slot of their own, added afterwards.
+    std::vector<int> accumulate;
+    std::vector<float*> slot_of(nd.inputs.size(), nullptr);
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];
       a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
       float* dst = nullptr;
       if (graph_.needs_grad(j)) {
-        if (grad_written_[static_cast<size_t>(j)]) {
-          dst = at(scratch_);
+        const bool earlier = std::find(nd.inputs.begin(), nd.inputs.begin() + static_cast<long>(s),
+                                       j) != nd.inputs.begin() + static_cast<long>(s);
+        if (grad_written_[static_cast<size_t>(j)] || earlier) {
+          dst = at(scratch_) + static_cast<int64_t>(accumulate.size()) * scratch_slot_;
+          slot_of[s] = dst;
           accumulate.push_back(static_cast<int>(s));
         } else {
           dst = at(buf_[static_cast<size_t>(j)].grad);
@@ -132,8 +146,6 @@ void Executor::backward(const Pass& p, float* grads) {
       }
       a.d_in.push_back(dst);
     }
-    MR_CHECK(accumulate.size() <= 1, internal, "node '", nd.name,
-             "' feeds the same input twice: needs one scratch buffer per input");
     // A later call of a shared layer writes its variables' gradients to the
     // scratch region (packed, aligned as in the flat buffer), added below.
     int64_t packed = 0;
@@ -158,8 +170,8 @@ void Executor::backward(const Pass& p, float* grads) {
     for (size_t s = 0; s < nd.inputs.size(); ++s) {
       const int j = nd.inputs[s];
       if (!graph_.needs_grad(j)) continue;
-      if (!accumulate.empty() && accumulate[0] == static_cast<int>(s))
-        be_.axpy(rows * graph_.out_shape(j).numel(), 1.0f, at(scratch_),
+      if (slot_of[s] != nullptr)
+        be_.axpy(rows * graph_.out_shape(j).numel(), 1.0f, slot_of[s],
                  at(buf_[static_cast<size_t>(j)].grad));
       grad_written_[static_cast<size_t>(j)] = 1;
     }

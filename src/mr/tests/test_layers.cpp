@@ -223,7 +223,7 @@ TEST(Graph, RejectsCyclesAndBadShapes) {
   EXPECT_THROW(Graph(std::move(nodes), {0}, {1}), Error);
   EXPECT_THROW(make_dense(0, Activation::linear, true, glorot_uniform(1), Initializer{}), Error);
   EXPECT_THROW(make_dropout(1.0, 1), Error);
-  EXPECT_THROW(activation_from_name("swish"), Error);
+  EXPECT_THROW(activation_from_name("swishy"), Error);
 }
 
 TEST(Initializers, HeNormalIsTruncatedWithKerasScale) {

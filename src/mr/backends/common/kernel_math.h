@@ -235,6 +235,119 @@ MR_HD float gelu_grad(float x) {
   return cdf + x * pdf;
 }
 
+// ---- element-wise activations of issue 12 (Keras 3 formulas) ---------------------
+// act_value(act, x, p) is f(x); act_grad(act, x, y, p) is f'(x) given y = f(x).
+// Both are evaluated on x (not y) except where noted, and stay finite for
+// finite x: exponentials only ever see non-positive arguments, except in
+// `exponential` itself (whose value overflows where exp does).
+constexpr float kSeluAlpha = 1.67326324235437728482f;
+constexpr float kSeluScale = 1.05070098735548049342f;
+
+MR_HD float param_alpha(Activation act, const ActivationParams& p) {
+  if (p.alpha == p.alpha) return p.alpha;  // not NaN: given
+  return act == Activation::leaky_relu ? 0.2f : (act == Activation::elu ? 1.0f : 0.0f);
+}
+// log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)).
+// True when relu's parameters are its plain form's (the fast paths apply).
+MR_HD bool plain_relu(const ActivationParams& p) {
+  return (p.alpha != p.alpha || p.alpha == 0.0f) && p.threshold == 0.0f && p.max_value > 3.0e38f;
+}
+// The activations computed by act_value / act_grad (the older ones keep
+// their own loops, whose arithmetic is unchanged).
+MR_HD bool generic_activation(Activation act, const ActivationParams& p) {
+  if (act == Activation::relu) return !plain_relu(p);
+  return act >= Activation::elu && act != Activation::log_softmax;
+}
+MR_HD float softplus(float x) { return (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))); }
+MR_HD float relu6(float x) { return x < 0.0f ? 0.0f : (x > 6.0f ? 6.0f : x); }
+MR_HD float hard_sigmoid(float x) { return relu6(x + 3.0f) * (1.0f / 6.0f); }
+
+MR_HD float act_value(Activation act, float x, const ActivationParams& p) {
+  switch (act) {
+    case Activation::relu: {
+      // Keras' relu(x, negative_slope, max_value, threshold).
+      const float a = param_alpha(act, p);
+      const float pos = x > p.threshold ? (x < p.max_value ? x : p.max_value) : 0.0f;
+      return x < p.threshold && a != 0.0f ? pos + a * (x - p.threshold) : pos;
+    }
+    case Activation::sigmoid:
+      return sigmoid(x);
+    case Activation::tanh:
+      return tanhf(x);
+    case Activation::gelu:
+      return gelu(x);
+    case Activation::elu:
+      return x > 0.0f ? x : param_alpha(act, p) * expm1f(x);
+    case Activation::selu:
+      return kSeluScale * (x > 0.0f ? x : kSeluAlpha * expm1f(x));
+    case Activation::silu:
+      return x * sigmoid(x);
+    case Activation::leaky_relu:
+      return x >= 0.0f ? x : param_alpha(act, p) * x;
+    case Activation::relu6:
+      return relu6(x);
+    case Activation::softplus:
+      return softplus(x);
+    case Activation::softsign:
+      return x / (1.0f + fabsf(x));
+    case Activation::hard_sigmoid:
+      return hard_sigmoid(x);
+    case Activation::hard_silu:
+      return x * hard_sigmoid(x);
+    case Activation::exponential:
+      return expf(x);
+    case Activation::mish:
+      return x * tanhf(softplus(x));
+    default:  // linear; softmax and log_softmax are row-wise, never here
+      return x;
+  }
+}
+
+MR_HD float act_grad(Activation act, float x, float y, const ActivationParams& p) {
+  switch (act) {
+    case Activation::relu:
+      if (x < p.threshold) return param_alpha(act, p);
+      return x > p.threshold && x < p.max_value ? 1.0f : 0.0f;
+    case Activation::sigmoid:
+      return y * (1.0f - y);
+    case Activation::tanh:
+      return 1.0f - y * y;
+    case Activation::gelu:
+      return gelu_grad(x);
+    case Activation::elu:
+      return x > 0.0f ? 1.0f : param_alpha(act, p) * expf(x);
+    case Activation::selu:
+      return x > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * expf(x);
+    case Activation::silu: {
+      const float s = sigmoid(x);
+      return s * (1.0f + x * (1.0f - s));
+    }
+    case Activation::leaky_relu:
+      return x >= 0.0f ? 1.0f : param_alpha(act, p);
+    case Activation::relu6:
+      return x > 0.0f && x < 6.0f ? 1.0f : 0.0f;
+    case Activation::softplus:
+      return sigmoid(x);
+    case Activation::softsign: {
+      const float d = 1.0f + fabsf(x);
+      return 1.0f / (d * d);
+    }
+    case Activation::hard_sigmoid:
+      return x > -3.0f && x < 3.0f ? 1.0f / 6.0f : 0.0f;
+    case Activation::hard_silu:
+      return hard_sigmoid(x) + (x > -3.0f && x < 3.0f ? x * (1.0f / 6.0f) : 0.0f);
+    case Activation::exponential:
+      return y;
+    case Activation::mish: {
+      // d/dx x tanh(sp(x)) = tanh(sp) + x sigmoid(x) (1 - tanh(sp)^2).
+      const float t = tanhf(softplus(x));
+      return t + x * sigmoid(x) * (1.0f - t * t);
+    }
+    default:
+      return 1.0f;
+  }
+}
+
 // ---- optimizer updates, one element (the formulas of core/backend.h) ------------
 // The flags are plain arguments: the CPU backend passes template constants
 // (the branches fold away and its loops vectorise), the CUDA kernels pass

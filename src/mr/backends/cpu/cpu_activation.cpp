@@ -3,7 +3,8 @@
 // Backward inputs used (callers pass both x and y; y may alias x in place for
 // every activation but softmax and gelu, so those that allow aliasing read y):
 //   linear: neither; relu: y (y > 0 <=> x > 0); sigmoid: y; tanh: y;
-//   softmax: y; gelu: x.
+//   softmax: y; gelu: x; log_softmax: y; the other activations (and relu
+//   with parameters): x, through kmath::act_grad.
 #include <cfloat>
 #include <cmath>
 
@@ -49,11 +50,51 @@ void softmax_backward_rows(int64_t r0, int64_t r1, int64_t cols, const float* y,
   }
 }
 
+// Row-wise log-softmax: y = (x - max) - log(sum exp(x - max)), the sum in
+// double; x - max first, so large logits lose no digits to the rounding of
+// max + log(sum). Safe in place: each row's max and sum are read before the
+// row is written.
+void log_softmax_rows(int64_t r0, int64_t r1, int64_t cols, const float* x, float* y) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* xr = x + r * cols;
+    float mx = xr[0];
+    for (int64_t c = 1; c < cols; ++c) mx = xr[c] > mx ? xr[c] : mx;
+    double s = 0.0;
+    for (int64_t c = 0; c < cols; ++c) s += std::exp(static_cast<double>(xr[c]) - mx);
+    const double ls = std::log(s);
+    for (int64_t c = 0; c < cols; ++c)
+      y[r * cols + c] = static_cast<float>(static_cast<double>(xr[c] - mx) - ls);
+  }
+}
+
+// dx = dy - softmax(x) * sum(dy), softmax(x) = exp(y).
+void log_softmax_backward_rows(int64_t r0, int64_t r1, int64_t cols, const float* y,
+                               const float* dy, float* dx) {
+  for (int64_t r = r0; r < r1; ++r) {
+    double sum = 0.0;
+    for (int64_t c = 0; c < cols; ++c) sum += dy[r * cols + c];
+    for (int64_t c = 0; c < cols; ++c)
+      dx[r * cols + c] = dy[r * cols + c] - std::exp(y[r * cols + c]) * static_cast<float>(sum);
+  }
+}
+
 }  // namespace
 
 void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                    float* y) {
+                                    float* y, const ActivationParams& p) {
   const int64_t n = rows * cols;
+  if (act == Activation::log_softmax) {
+    if (cols == 0) return;
+    cpu::for_rows(team_, rows, cols * 4,
+                  [&](int64_t r0, int64_t r1) { log_softmax_rows(r0, r1, cols, x, y); });
+    return;
+  }
+  if (kmath::generic_activation(act, p)) {
+    cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) y[i] = kmath::act_value(act, x[i], p);
+    });
+    return;
+  }
   switch (act) {
     case Activation::linear:
       if (x != y) copy(y, x, static_cast<size_t>(n) * sizeof(float));
@@ -85,13 +126,29 @@ void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, 
         for (int64_t i = b; i < e; ++i) y[i] = kmath::gelu(x[i]);
       });
       return;
+    default:
+      break;
   }
   fail(ErrorKind::internal, "unknown activation");
 }
 
 void CpuBackend::activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                     const float* y, const float* dy, float* dx) {
+                                     const float* y, const float* dy, float* dx,
+                                     const ActivationParams& p) {
   const int64_t n = rows * cols;
+  if (act == Activation::log_softmax) {
+    if (cols == 0) return;
+    cpu::for_rows(team_, rows, cols * 2, [&](int64_t r0, int64_t r1) {
+      log_softmax_backward_rows(r0, r1, cols, y, dy, dx);
+    });
+    return;
+  }
+  if (kmath::generic_activation(act, p)) {
+    cpu::for_range(team_, n, cpu::kElementwiseGrain / 8, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * kmath::act_grad(act, x[i], y[i], p);
+    });
+    return;
+  }
   switch (act) {
     case Activation::linear:
       if (dx != dy) copy(dx, dy, static_cast<size_t>(n) * sizeof(float));
@@ -122,6 +179,8 @@ void CpuBackend::activation_backward(Activation act, int64_t rows, int64_t cols,
         for (int64_t i = b; i < e; ++i) dx[i] = dy[i] * kmath::gelu_grad(x[i]);
       });
       return;
+    default:
+      break;
   }
   fail(ErrorKind::internal, "unknown activation");
 }

@@ -46,10 +46,11 @@ class CpuBackend : public Backend {
   void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) override;
   void bias_grad(int64_t rows, int64_t cols, const float* dy, float* db, bool accumulate) override;
 
-  void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
-                          float* y) override;
+  void activation_forward(Activation act, int64_t rows, int64_t cols, const float* x, float* y,
+                          const ActivationParams& p = {}) override;
   void activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
-                           const float* y, const float* dy, float* dx) override;
+                           const float* y, const float* dy, float* dx,
+                           const ActivationParams& p = {}) override;
 
   using Backend::dropout_forward;
   void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed, const StepScalars* s,
@@ -90,6 +91,15 @@ class CpuBackend : public Backend {
     own_scalars_ = s;
     return &own_scalars_;
   }
+
+  // ---- shape and merge ops (issue 12; cpu_strided.cpp / cuda_strided.cu) -----
+  void strided_copy(const StridedCopy& c, const float* src, float* dst) override;
+  void extremum(int64_t n, bool is_max, const float* a, const float* b, float* out) override;
+  void extremum_grad(int64_t n, const float* x, const float* y, const float* dy, float* taken,
+                     float* dx) override;
+  void l2_normalize_rows(int64_t rows, int64_t cols, const float* x, float* y) override;
+  void l2_normalize_rows_backward(int64_t rows, int64_t cols, const float* x, const float* dy,
+                                  float* dx) override;
 
   ThreadTeam& team() { return team_; }
 

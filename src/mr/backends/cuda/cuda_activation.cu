@@ -62,6 +62,22 @@ __global__ void act_backward_kernel(Activation act, int64_t n, const float* x, c
   }
 }
 
+// The activations of kmath::generic_activation, with their parameters.
+__global__ void act_generic_forward_kernel(Activation act, ActivationParams p, int64_t n,
+                                           const float* x, float* y) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x)
+    y[i] = kmath::act_value(act, x[i], p);
+}
+
+__global__ void act_generic_backward_kernel(Activation act, ActivationParams p, int64_t n,
+                                            const float* x, const float* y, const float* dy,
+                                            float* dx) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x)
+    dx[i] = dy[i] * kmath::act_grad(act, x[i], y[i], p);
+}
+
 // __forceinline__: an out-of-line __device__ function gets a host stub that
 // calls exit(), which R CMD check rejects in a package.
 __device__ __forceinline__ float warp_max(float v) {
@@ -112,6 +128,40 @@ __global__ void softmax_backward_kernel(int64_t rows, int64_t cols, const float*
   for (int64_t c = lane; c < cols; c += 32) dxr[c] = yr[c] * (dyr[c] - dot);
 }
 
+// One warp per row: y = (x - max) - log(sum exp(x - max)). Safe in place:
+// the row is read completely (max, sum) before any lane writes it.
+__global__ void log_softmax_kernel(int64_t rows, int64_t cols, const float* x, float* y) {
+  const int64_t r = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const float* xr = x + r * cols;
+  float* yr = y + r * cols;
+  float mx = -INFINITY;
+  for (int64_t c = lane; c < cols; c += 32) mx = fmaxf(mx, xr[c]);
+  mx = warp_max(mx);
+  float sum = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) sum += expf(xr[c] - mx);
+  const float ls = logf(warp_sum(sum));  // x - max first: no digits lost to max + log(sum)
+  __syncwarp();
+  for (int64_t c = lane; c < cols; c += 32) yr[c] = (xr[c] - mx) - ls;
+}
+
+// dx = dy - exp(y) * sum(dy).
+__global__ void log_softmax_backward_kernel(int64_t rows, int64_t cols, const float* y,
+                                            const float* dy, float* dx) {
+  const int64_t r = blockIdx.x * int64_t{kWarpsPerBlock} + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (r >= rows) return;
+  const float* yr = y + r * cols;
+  const float* dyr = dy + r * cols;
+  float* dxr = dx + r * cols;
+  float sum = 0.0f;
+  for (int64_t c = lane; c < cols; c += 32) sum += dyr[c];
+  sum = warp_sum(sum);
+  __syncwarp();
+  for (int64_t c = lane; c < cols; c += 32) dxr[c] = dyr[c] - expf(yr[c]) * sum;
+}
+
 // Thread t handles Philox block b0 + t, i.e. stream words 4b..4b+3 that fall in
 // [base, base + n): word g masks element g - base, as on the CPU.
 __global__ void dropout_kernel(uint64_t base, int64_t n, float rate, float scale, uint64_t seed,
@@ -140,10 +190,21 @@ unsigned row_blocks(int64_t rows) {
 }  // namespace
 
 void CudaBackend::activation_forward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                     float* y) {
+                                     float* y, const ActivationParams& p) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
   use_device(ordinal_);
+  if (act == Activation::log_softmax) {
+    log_softmax_kernel<<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(rows, cols, x, y);
+    cuda::check_launch("log_softmax_kernel", ordinal_);
+    return;
+  }
+  if (kmath::generic_activation(act, p)) {
+    act_generic_forward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(act, p, n, x,
+                                                                                    y);
+    cuda::check_launch("act_generic_forward_kernel", ordinal_);
+    return;
+  }
   if (act == Activation::linear) {
     copy(y, x, static_cast<size_t>(n) * sizeof(float));
     return;
@@ -160,10 +221,23 @@ void CudaBackend::activation_forward(Activation act, int64_t rows, int64_t cols,
 }
 
 void CudaBackend::activation_backward(Activation act, int64_t rows, int64_t cols, const float* x,
-                                      const float* y, const float* dy, float* dx) {
+                                      const float* y, const float* dy, float* dx,
+                                      const ActivationParams& p) {
   const int64_t n = rows * cols;
   if (n <= 0) return;
   use_device(ordinal_);
+  if (act == Activation::log_softmax) {
+    log_softmax_backward_kernel<<<row_blocks(rows), 32 * kWarpsPerBlock, 0, stream_>>>(rows, cols,
+                                                                                       y, dy, dx);
+    cuda::check_launch("log_softmax_backward_kernel", ordinal_);
+    return;
+  }
+  if (kmath::generic_activation(act, p)) {
+    act_generic_backward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(act, p, n, x,
+                                                                                     y, dy, dx);
+    cuda::check_launch("act_generic_backward_kernel", ordinal_);
+    return;
+  }
   if (act == Activation::linear) {
     copy(dx, dy, static_cast<size_t>(n) * sizeof(float));
     return;

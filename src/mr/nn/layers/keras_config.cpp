@@ -156,32 +156,51 @@ Json base_config(const std::string& name) {
                 {"registered_name", nullptr}}}};
 }
 
+namespace {
+
+// Keras 3's names (keras.activations.serialize), in Activation order.
+struct ActivationEntry {
+  Activation act;
+  const char* name;
+};
+constexpr ActivationEntry kActivations[] = {{Activation::linear, "linear"},
+                                            {Activation::relu, "relu"},
+                                            {Activation::sigmoid, "sigmoid"},
+                                            {Activation::tanh, "tanh"},
+                                            {Activation::softmax, "softmax"},
+                                            {Activation::gelu, "gelu"},
+                                            {Activation::elu, "elu"},
+                                            {Activation::selu, "selu"},
+                                            {Activation::silu, "silu"},
+                                            {Activation::leaky_relu, "leaky_relu"},
+                                            {Activation::relu6, "relu6"},
+                                            {Activation::softplus, "softplus"},
+                                            {Activation::softsign, "softsign"},
+                                            {Activation::hard_sigmoid, "hard_sigmoid"},
+                                            {Activation::hard_silu, "hard_silu"},
+                                            {Activation::exponential, "exponential"},
+                                            {Activation::mish, "mish"},
+                                            {Activation::log_softmax, "log_softmax"}};
+
+}  // namespace
+
 Activation activation_from_name(const std::string& name) {
-  if (name == "linear" || name.empty()) return Activation::linear;
-  if (name == "relu") return Activation::relu;
-  if (name == "sigmoid") return Activation::sigmoid;
-  if (name == "tanh") return Activation::tanh;
-  if (name == "softmax") return Activation::softmax;
-  if (name == "gelu") return Activation::gelu;
-  fail(ErrorKind::value, "unknown activation '", name,
-       "' (expected relu, sigmoid, tanh, softmax, gelu or linear)");
+  if (name.empty()) return Activation::linear;
+  // Keras' aliases (keras.activations.get): swish is silu, hard_swish is hard_silu.
+  if (name == "swish") return Activation::silu;
+  if (name == "hard_swish") return Activation::hard_silu;
+  std::string known;
+  for (const ActivationEntry& e : kActivations) {
+    if (name == e.name) return e.act;
+    known += std::string(known.empty() ? "" : ", ") + e.name;
+  }
+  fail(ErrorKind::value, "unknown activation '", name, "' (expected one of ", known,
+       ", swish, hard_swish)");
 }
 
 const char* activation_name(Activation act) {
-  switch (act) {
-    case Activation::linear:
-      return "linear";
-    case Activation::relu:
-      return "relu";
-    case Activation::sigmoid:
-      return "sigmoid";
-    case Activation::tanh:
-      return "tanh";
-    case Activation::softmax:
-      return "softmax";
-    case Activation::gelu:
-      return "gelu";
-  }
+  for (const ActivationEntry& e : kActivations)
+    if (e.act == act) return e.name;
   return "linear";
 }
 

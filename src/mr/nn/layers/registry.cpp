@@ -17,7 +17,27 @@
   X(LayerNormalization)   \
   X(Normalization)        \
   X(Rescaling)            \
-  X(Embedding)
+  X(Embedding)            \
+  X(Reshape)              \
+  X(Permute)              \
+  X(RepeatVector)         \
+  X(ZeroPadding1D)        \
+  X(ZeroPadding2D)        \
+  X(Cropping1D)           \
+  X(Cropping2D)           \
+  X(UpSampling1D)         \
+  X(UpSampling2D)         \
+  X(Concatenate)          \
+  X(Subtract)             \
+  X(Multiply)             \
+  X(Average)              \
+  X(Maximum)              \
+  X(Minimum)              \
+  X(Dot)                  \
+  X(ReLU)                 \
+  X(LeakyReLU)            \
+  X(ELU)                  \
+  X(Softmax)
 
 namespace mr {
 
