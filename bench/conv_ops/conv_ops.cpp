@@ -8,12 +8,11 @@
 //     oneDNN prefers (format_tag::any; the reorder from hwio is then timed
 //     as part of each pass that reads the weights).
 // bench/conv_ops/run.sh builds and runs it next to bench/conv_ops/torch_conv.py.
-#include <oneapi/dnnl/dnnl.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <random>
 #include <vector>
 
@@ -77,8 +76,8 @@ void bench_im2col(const Geo& g, int reps) {
   mr::CpuBackend be(0, 2);
   const int64_t M = int64_t(g.n) * g.oh * g.ow, K = int64_t(g.kh) * g.kw * g.c;
   std::vector<float> x(size_t(g.n) * g.h * g.w * g.c, 0.5f), w(size_t(K) * g.f, 0.01f),
-      b(g.f, 0.1f), y(size_t(M) * g.f), dy(size_t(M) * g.f, 0.02f), dx(x.size()),
-      dw(w.size()), db(g.f), col(size_t(M) * K);
+      b(g.f, 0.1f), y(size_t(M) * g.f), dy(size_t(M) * g.f, 0.02f), dx(x.size()), dw(w.size()),
+      db(g.f), col(size_t(M) * K);
   double fwd = time_ms(
       [&] {
         im2col(be, g, x.data(), col.data());
@@ -166,7 +165,8 @@ void bench_dnnl(const Geo& g, int reps, bool any_weights) {
         s.wait();
       },
       reps);
-  std::printf("| oneDNN %s (%s) | %dx%dx%d -> %d | %.2f | %.2f | %.2f |\n", DNNL_VERSION_MAJOR == 2 ? "2.x" : "",
+  std::printf("| oneDNN %s (%s) | %dx%dx%d -> %d | %.2f | %.2f | %.2f |\n",
+              DNNL_VERSION_MAJOR == 2 ? "2.x" : "",
               any_weights ? "NHWC, weights any + reorder" : "NHWC, hwio", g.h, g.w, g.c, g.f, fwd,
               bdt, bwt);
   std::fprintf(stderr, "oneDNN impl fwd=%s bwd_data=%s bwd_w=%s\n", fpd.impl_info_str(),

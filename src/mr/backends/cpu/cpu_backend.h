@@ -91,6 +91,19 @@ class CpuBackend : public Backend {
     return &own_scalars_;
   }
 
+  // ---- convolution and pooling (cpu_conv.cpp, cpu_pooling.cpp) ----------------
+  void conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w, float* y,
+                    float* col) override;
+  void conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x, const float* dy,
+                            float* dw, float* col) override;
+  void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy, const float* w,
+                          float* dx, float* col) override;
+  void max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x, const float* y,
+                         const float* dy, float* dx) override;
+  void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy, float* dx) override;
+
   ThreadTeam& team() { return team_; }
 
  private:

@@ -180,6 +180,19 @@ class CudaBackend final : public Backend {
                       const StepScalars* s, float rho, float momentum, float epsilon) override;
   const StepScalars* stage_scalars(const StepScalars& s) override;
 
+  // ---- convolution and pooling (cuda_conv.cu, cuda_pooling.cu) ---------------
+  void conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w, float* y,
+                    float* col) override;
+  void conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x, const float* dy,
+                            float* dw, float* col) override;
+  void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy, const float* w,
+                          float* dx, float* col) override;
+  void max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x, const float* y,
+                         const float* dy, float* dx) override;
+  void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy, float* dx) override;
+
   // Block partials of a row reduction (loss, metric): grows on demand.
   double* reduction_scratch(int64_t blocks);
   // Device word where the loss records its first bad label (see above).
