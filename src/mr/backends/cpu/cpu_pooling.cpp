@@ -3,6 +3,7 @@
 // and channels are the inner (vectorised) loop, so a backward that adds
 // overlapping windows into dx does so in a fixed order.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "backends/common/pool_math.h"
@@ -45,22 +46,41 @@ void CpuBackend::max_pool_forward(const ConvGeometry& g, int64_t rows, const flo
 void CpuBackend::max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x,
                                    const float* y, const float* dy, float* dx) {
   const int64_t c = g.in_c;
+  // Windows that do not overlap (stride >= pool size, the usual case) give
+  // each input element to at most one output: dx is then assigned, not
+  // accumulated, and only needs zeros first where no window reaches (a
+  // "valid" remainder, gaps between windows, nothing when they tile it).
+  const bool disjoint = g.stride_h >= g.k_h && g.stride_w >= g.k_w;
+  const bool tiles = disjoint && g.stride_h == g.k_h && g.stride_w == g.k_w && g.pad_top == 0 &&
+                     g.pad_left == 0 && g.out_h * g.k_h == g.in_h && g.out_w * g.k_w == g.in_w;
   cpu::for_rows(team_, rows, out_floats(g) * g.k_h * g.k_w, [&](int64_t n0, int64_t n1) {
-    std::fill(dx + n0 * in_floats(g), dx + n1 * in_floats(g), 0.0f);
-    bool done[kChannelBlock];
+    if (!tiles) std::fill(dx + n0 * in_floats(g), dx + n1 * in_floats(g), 0.0f);
+    uint8_t done[kChannelBlock];
     each_output(g, n0, n1, [&](int64_t n, int64_t oy, int64_t ox, const pool::Window& w) {
       const int64_t o = ((n * g.out_h + oy) * g.out_w + ox) * c;
       for (int64_t c0 = 0; c0 < c; c0 += kChannelBlock) {
         const int64_t cb = std::min(kChannelBlock, c - c0);
-        std::fill(done, done + cb, false);
+        const float* __restrict yo = y + o + c0;
+        const float* __restrict dyo = dy + o + c0;
+        std::fill(done, done + cb, uint8_t{0});
         // The first element (window order) equal to the maximum gets dy.
         for (int64_t iy = w.y0; iy < w.y1; ++iy)
           for (int64_t ix = w.x0; ix < w.x1; ++ix) {
             const int64_t i = ((n * g.in_h + iy) * g.in_w + ix) * c + c0;
-            for (int64_t k = 0; k < cb; ++k) {
-              const bool hit = !done[k] && x[i + k] == y[o + c0 + k];
-              dx[i + k] += hit ? dy[o + c0 + k] : 0.0f;
-              done[k] = done[k] || hit;
+            const float* __restrict xi = x + i;
+            float* __restrict di = dx + i;
+            if (disjoint) {
+              for (int64_t k = 0; k < cb; ++k) {
+                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && xi[k] == yo[k]);
+                di[k] = hit ? dyo[k] : 0.0f;
+                done[k] |= hit;
+              }
+            } else {
+              for (int64_t k = 0; k < cb; ++k) {
+                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && xi[k] == yo[k]);
+                di[k] += hit ? dyo[k] : 0.0f;
+                done[k] |= hit;
+              }
             }
           }
       }
