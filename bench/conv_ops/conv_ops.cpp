@@ -1,8 +1,8 @@
 // Op-level timing of the two convolutions of keras' "Simple MNIST convnet" at
 // batch 128 (28x28x1 -> Conv2D 32 3x3 -> MaxPool 2 -> Conv2D 64 3x3), forward
 // (with bias), backward-data and backward-filter (with the bias gradient):
-//   im2col + mirrored's CPU gemm (CpuBackend::gemm, 2 team threads), NHWC,
-//     the kernel in Keras' (kh, kw, in, out) layout;
+//   mirrored's CPU backend (CpuBackend::conv_*: im2col + its gemm, 2 team
+//     threads), NHWC, the kernel in Keras' (kh, kw, in, out) layout;
 //   oneDNN (Debian's libdnnl, OpenMP runtime, OMP_NUM_THREADS=2), NHWC
 //     activations, weights either in Keras' layout (hwio) or in the layout
 //     oneDNN prefers (format_tag::any; the reorder from hwio is then timed
@@ -38,68 +38,41 @@ double time_ms(const std::function<void()>& fn, int reps) {
   return t[t.size() / 2];
 }
 
-// ---- im2col + gemm ---------------------------------------------------------
-void im2col(mr::CpuBackend& be, const Geo& g, const float* x, float* col) {
-  const int64_t K = int64_t(g.kh) * g.kw * g.c;
-  mr::cpu::for_range(be.team(), g.n, 1, [&](int64_t n0, int64_t n1) {
-    for (int64_t n = n0; n < n1; ++n)
-      for (int oy = 0; oy < g.oh; ++oy)
-        for (int ox = 0; ox < g.ow; ++ox) {
-          float* dst = col + ((n * g.oh + oy) * g.ow + ox) * K;
-          for (int ky = 0; ky < g.kh; ++ky) {
-            const float* src = x + ((n * g.h + oy + ky) * g.w + ox) * g.c;
-            std::copy(src, src + int64_t(g.kw) * g.c, dst);
-            dst += int64_t(g.kw) * g.c;
-          }
-        }
-  });
-}
-
-void col2im(mr::CpuBackend& be, const Geo& g, const float* col, float* dx) {
-  const int64_t K = int64_t(g.kh) * g.kw * g.c;
-  mr::cpu::for_range(be.team(), g.n, 1, [&](int64_t n0, int64_t n1) {
-    std::fill(dx + n0 * g.h * g.w * g.c, dx + n1 * g.h * g.w * g.c, 0.0f);
-    for (int64_t n = n0; n < n1; ++n)
-      for (int oy = 0; oy < g.oh; ++oy)
-        for (int ox = 0; ox < g.ow; ++ox) {
-          const float* src = col + ((n * g.oh + oy) * g.ow + ox) * K;
-          for (int ky = 0; ky < g.kh; ++ky) {
-            float* d = dx + ((n * g.h + oy + ky) * g.w + ox) * g.c;
-            for (int64_t i = 0; i < int64_t(g.kw) * g.c; ++i) d[i] += src[i];
-            src += int64_t(g.kw) * g.c;
-          }
-        }
-  });
-}
-
-void bench_im2col(const Geo& g, int reps) {
+// ---- mirrored's CPU backend (im2col + gemm, backends/cpu/cpu_conv.cpp) -------
+void bench_mirrored(const Geo& g, int reps) {
   mr::CpuBackend be(0, 2);
+  mr::ConvGeometry cg;
+  cg.in_h = g.h;
+  cg.in_w = g.w;
+  cg.in_c = g.c;
+  cg.out_h = g.oh;
+  cg.out_w = g.ow;
+  cg.out_c = g.f;
+  cg.k_h = g.kh;
+  cg.k_w = g.kw;
   const int64_t M = int64_t(g.n) * g.oh * g.ow, K = int64_t(g.kh) * g.kw * g.c;
   std::vector<float> x(size_t(g.n) * g.h * g.w * g.c, 0.5f), w(size_t(K) * g.f, 0.01f),
       b(g.f, 0.1f), y(size_t(M) * g.f), dy(size_t(M) * g.f, 0.02f), dx(x.size()), dw(w.size()),
-      db(g.f), col(size_t(M) * K);
+      db(g.f), col(size_t(g.n) * mr::conv_columns_per_row(cg));
   double fwd = time_ms(
       [&] {
-        im2col(be, g, x.data(), col.data());
-        be.gemm(false, false, M, g.f, K, 1, col.data(), K, w.data(), g.f, 0, y.data(), g.f);
+        be.conv_forward(cg, g.n, x.data(), w.data(), y.data(), col.data());
         be.bias_add(M, g.f, b.data(), y.data());
       },
       reps);
   // Backward-filter reads the columns forward kept (no second im2col).
   double bwf = time_ms(
       [&] {
-        be.gemm(true, false, K, g.f, M, 1, col.data(), K, dy.data(), g.f, 0, dw.data(), g.f);
+        be.conv_backward_filter(cg, g.n, x.data(), dy.data(), dw.data(), col.data());
         be.bias_grad(M, g.f, dy.data(), db.data(), false);
       },
       reps);
   double bwd = time_ms(
-      [&] {
-        be.gemm(false, true, M, K, g.f, 1, dy.data(), g.f, w.data(), g.f, 0, col.data(), K);
-        col2im(be, g, col.data(), dx.data());
-      },
-      reps);
-  std::printf("| im2col + mirrored gemm (NHWC, hwio) | %dx%dx%d -> %d | %.2f | %.2f | %.2f |\n",
-              g.h, g.w, g.c, g.f, fwd, bwd, bwf);
+      [&] { be.conv_backward_data(cg, g.n, dy.data(), w.data(), dx.data(), col.data()); }, reps);
+  std::printf(
+      "| mirrored CPU backend: im2col + gemm (NHWC, hwio) | %dx%dx%d -> %d | %.2f | %.2f | %.2f "
+      "|\n",
+      g.h, g.w, g.c, g.f, fwd, bwd, bwf);
 }
 
 // ---- oneDNN ------------------------------------------------------------------
@@ -182,7 +155,7 @@ int main() {
   std::printf("| implementation | conv | forward ms | backward-data ms | backward-filter ms |\n");
   std::printf("| --- | --- | ---: | ---: | ---: |\n");
   for (const Geo& g : {conv1, conv2}) {
-    bench_im2col(g, reps);
+    bench_mirrored(g, reps);
     bench_dnnl(g, reps, false);
     bench_dnnl(g, reps, true);
   }

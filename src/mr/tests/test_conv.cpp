@@ -187,6 +187,9 @@ TEST(Conv, TeamSizeDoesNotChangeTheOutput) {
   const LayerRun two = run_layer(*layer, in, 9, x, {w, b}, dy, 2);
   for (size_t i = 0; i < one.dx.size(); ++i) ASSERT_NEAR(one.dx[i], two.dx[i], 1e-5) << i;
   for (size_t i = 0; i < one.out.size(); ++i) ASSERT_NEAR(one.out[i], two.out[i], 1e-5) << i;
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t i = 0; i < one.grads[k].size(); ++i)
+      ASSERT_NEAR(one.grads[k][i], two.grads[k][i], 1e-4) << k << " " << i;
 }
 
 struct PoolCase {

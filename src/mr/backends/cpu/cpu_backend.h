@@ -148,6 +148,13 @@ void for_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
   for_range(team, rows, grain, f);
 }
 
+// gemm on the calling thread alone (the backend's gemm contract, no team):
+// for ops that split their work across the team themselves and run one
+// product per member (cpu_conv.cpp).
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
+
 // Most members a team may have (reductions keep one partial per member on the
 // stack).
 constexpr int kMaxTeamSize = 256;

@@ -12,9 +12,12 @@
 //   backward-filter  dW_g  = col_g^T * dy_g     (Kg x fg; reads forward's col)
 //   backward-data    dcol_g = dy_g * W_g^T      (M x Kg), then col2im adds the
 //                    windows back into dx.
-// im2col and col2im split samples across the team: every sample's columns and
-// its dx are written by one member, in a fixed order, so results do not
-// depend on the team size beyond what gemm's own split does.
+// Forward and backward-data split whole samples across the team; each member
+// runs im2col (col2im) and single-threaded products on chunks of its samples
+// small enough to stay in its L2. Every sample's columns, y and dx are
+// written by one member in a fixed order; a row's products do not depend on
+// the chunk it falls in, so results do not depend on the team size.
+// Backward-filter sums over every position: one product on the whole team.
 #include <algorithm>
 #include <cstring>
 
@@ -106,6 +109,25 @@ void col2im(const ConvGeometry& g, int64_t rows, int64_t n0, int64_t n1, const f
   }
 }
 
+// Columns of one chunk of samples fit in about this many floats (256 KiB,
+// well inside a core's L2 next to gemm's packed panels).
+constexpr int64_t kChunkFloats = 64 * 1024;
+// Backward-filter splits the rows of dW across the team from this many rows
+// on, in multiples of kFilterRowGrain (one AVX-512 register of floats).
+constexpr int64_t kFilterRowSplit = 32;
+constexpr int64_t kFilterRowGrain = 16;
+
+// Splits samples across the team (whole samples per member) and calls
+// f(n0, n1) on chunks of them whose columns stay near kChunkFloats.
+template <typename F>
+void for_sample_chunks(ThreadTeam& team, const ConvGeometry& g, int64_t rows, F&& f) {
+  const int64_t per_row = std::max<int64_t>(conv_columns_per_row(g), 1);
+  const int64_t chunk = std::max<int64_t>(1, kChunkFloats / per_row);
+  cpu::for_rows(team, rows, per_row * g.out_c, [&](int64_t n0, int64_t n1) {
+    for (int64_t c0 = n0; c0 < n1; c0 += chunk) f(c0, std::min(c0 + chunk, n1));
+  });
+}
+
 void check_geometry(const ConvGeometry& g, int64_t rows, const char* op) {
   MR_CHECK(rows >= 0 && g.groups >= 1 && g.in_c % g.groups == 0 && g.out_c % g.groups == 0 &&
                g.out_h >= 1 && g.out_w >= 1 && g.k_h >= 1 && g.k_w >= 1,
@@ -124,12 +146,16 @@ void CpuBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* 
     gemm(false, false, m, f, g.in_c, 1.0f, x, g.in_c, w, f, 0.0f, y, f);
     return;
   }
-  const int64_t kg = window_floats(g);
-  cpu::for_rows(team_, rows, conv_columns_per_row(g),
-                [&](int64_t n0, int64_t n1) { im2col(g, rows, n0, n1, x, col); });
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    gemm(false, false, m, fg, kg, 1.0f, col + grp * m * kg, kg, w + grp * fg, f, 0.0f, y + grp * fg,
-         f);
+  const int64_t kg = window_floats(g), pos = g.out_h * g.out_w;
+  // Each member takes whole samples and, a cache-sized chunk at a time,
+  // writes their columns and multiplies them while they are still in L2.
+  for_sample_chunks(team_, g, rows, [&](int64_t n0, int64_t n1) {
+    im2col(g, rows, n0, n1, x, col);
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      cpu::gemm_serial(false, false, (n1 - n0) * pos, fg, kg, 1.0f,
+                       col + grp * m * kg + n0 * pos * kg, kg, w + grp * fg, f, 0.0f,
+                       y + n0 * pos * f + grp * fg, f);
+  });
 }
 
 void CpuBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x,
@@ -142,9 +168,20 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const
     return;
   }
   const float* a = g.pointwise() ? x : col;  // forward left the columns in col
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    gemm(true, false, kg, fg, m, 1.0f, a + grp * m * kg, kg, dy + grp * fg, f, 0.0f, dw + grp * fg,
-         f);
+  if (kg < kFilterRowSplit || team_.size() == 1) {
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      gemm(true, false, kg, fg, m, 1.0f, a + grp * m * kg, kg, dy + grp * fg, f, 0.0f,
+           dw + grp * fg, f);
+    return;
+  }
+  // Members take rows of dW (columns of the column matrix), so each reads its
+  // own part of the columns once; gemm's own split of a product this narrow
+  // (fg columns) would have every member stream all of them.
+  cpu::for_range(team_, kg, kFilterRowGrain, [&](int64_t r0, int64_t r1) {
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      cpu::gemm_serial(true, false, r1 - r0, fg, m, 1.0f, a + grp * m * kg + r0, kg, dy + grp * fg,
+                       f, 0.0f, dw + r0 * f + grp * fg, f);
+  });
 }
 
 void CpuBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
@@ -156,12 +193,15 @@ void CpuBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const f
     gemm(false, true, m, g.in_c, f, 1.0f, dy, f, w, f, 0.0f, dx, g.in_c);
     return;
   }
-  const int64_t kg = window_floats(g);
-  for (int64_t grp = 0; grp < g.groups; ++grp)
-    gemm(false, true, m, kg, fg, 1.0f, dy + grp * fg, f, w + grp * fg, f, 0.0f, col + grp * m * kg,
-         kg);
-  cpu::for_rows(team_, rows, conv_columns_per_row(g),
-                [&](int64_t n0, int64_t n1) { col2im(g, rows, n0, n1, col, dx); });
+  const int64_t kg = window_floats(g), pos = g.out_h * g.out_w;
+  // As forward: per member and chunk, the column gradients are made and
+  // added back into dx while they are in cache.
+  for_sample_chunks(team_, g, rows, [&](int64_t n0, int64_t n1) {
+    for (int64_t grp = 0; grp < g.groups; ++grp)
+      cpu::gemm_serial(false, true, (n1 - n0) * pos, kg, fg, 1.0f, dy + n0 * pos * f + grp * fg, f,
+                       w + grp * fg, f, 0.0f, col + grp * m * kg + n0 * pos * kg, kg);
+    col2im(g, rows, n0, n1, col, dx);
+  });
 }
 
 }  // namespace mr
