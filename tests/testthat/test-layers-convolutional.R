@@ -143,3 +143,40 @@ test_that("a convnet trains to the same weights on 1 and 3 CPU replicas (uneven 
   expect_gt(max(abs(w1[[1]] - w0[[1]])), 1e-3)  # training moved the first kernel
   for (i in seq_along(w1)) expect_lt(max(abs(w1[[i]] - w3[[i]])), 1e-5)
 })
+
+test_that("a convnet round-trips through a .keras file with Keras' config keys", {
+  set.seed(5)
+  inputs <- keras_input(shape = c(10, 9, 3))
+  outputs <- inputs |>
+    layer_conv_2d(4, c(3, 2), strides = 2, padding = "same", activation = "relu") |>
+    layer_max_pooling_2d(padding = "same") |>
+    layer_conv_2d(6, 1, groups = 2) |>
+    layer_average_pooling_2d(2, strides = 1) |>
+    layer_global_max_pooling_2d(keepdims = TRUE) |>
+    layer_flatten()
+  model <- keras_model(inputs, outputs)
+  x <- array(rnorm(2 * 10 * 9 * 3), c(2, 10, 9, 3))
+  path <- tempfile(fileext = ".keras")
+  on.exit(unlink(path))
+  save_model(model, path)
+  again <- load_model(path)
+  expect_equal(predict(again, x, verbose = 0), predict(model, x, verbose = 0))
+  expect_equal(get_weights(again), get_weights(model))
+  dir <- tempfile()
+  utils::unzip(path, exdir = dir)
+  cfg <- mirrored:::parse_json_bytes(readBin(file.path(dir, "config.json"), "raw", 1e6), "c")
+  cfg <- cfg$config$layers
+  conv <- cfg[[2]]$config
+  expect_equal(names(conv), c("name", "trainable", "dtype", "filters", "kernel_size", "strides",
+                              "padding", "data_format", "dilation_rate", "groups", "activation",
+                              "use_bias", "kernel_initializer", "bias_initializer",
+                              "kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                              "kernel_constraint", "bias_constraint"))
+  expect_equal(conv$kernel_size, list(3L, 2L))
+  expect_equal(conv$strides, list(2L, 2L))
+  pool <- cfg[[3]]$config
+  expect_equal(names(pool), c("name", "trainable", "dtype", "pool_size", "padding", "strides",
+                              "data_format"))
+  expect_equal(pool$strides, list(2L, 2L))
+  expect_equal(cfg[[6]]$config$keepdims, TRUE)
+})
