@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 
+#include "core/conv_geometry.h"
 #include "core/dtype.h"
 #include "core/step_scalars.h"
 #include "core/wait.h"
@@ -359,6 +360,35 @@ class Backend {
   // when s >= 1e-12, else dx = dy / sqrt(1e-12) (the max passes no gradient to s).
   virtual void l2_normalize_rows_backward(int64_t rows, int64_t cols, const float* x,
                                           const float* dy, float* dx) = 0;
+  // ---- convolution and pooling (channels_last) ------------------------------
+  // x: rows x in_h x in_w x in_c, y: rows x out_h x out_w x out_c (1-D layers
+  // use in_h = out_h = k_h = 1). The kernel w is Keras' (k_h, k_w, in_c/groups,
+  // out_c), row-major. Padding is zeros (convolution), ignored elements
+  // (pooling). `col` is workspace of conv_columns_per_row(g) * rows floats.
+  // conv_forward: y = conv(x, w), no bias (bias_add follows). It leaves `col`
+  //   in a state conv_backward_filter reads: the caller keeps `col` (and x)
+  //   unchanged from forward to backward.
+  // conv_backward_filter: dw = d(sum y*dy)/dw, written (rows == 0: zeros).
+  // conv_backward_data: dx = d(sum y*dy)/dx, written; uses `col` as scratch, so
+  //   it comes after conv_backward_filter.
+  virtual void conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w,
+                            float* y, float* col) = 0;
+  virtual void conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x,
+                                    const float* dy, float* dw, float* col) = 0;
+  virtual void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
+                                  const float* w, float* dx, float* col) = 0;
+  // Pooling over windows of k_h x k_w elements of each channel (out_c == in_c).
+  // Max: the largest real element; its backward gives dy to the first
+  // element of the window (row-major window order) equal to y, recomputed
+  // from x and y (deterministic; overlapping windows add in output order).
+  // Average: the mean over the window's real (unpadded) elements, as
+  // TensorFlow's "same" padding does. Backward writes dx (not accumulated).
+  virtual void max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) = 0;
+  virtual void max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x,
+                                 const float* y, const float* dy, float* dx) = 0;
+  virtual void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) = 0;
+  virtual void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy,
+                                 float* dx) = 0;
 
  private:
   WaitLimits limits_;

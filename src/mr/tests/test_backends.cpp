@@ -364,6 +364,96 @@ TEST_F(GpuOps, OptimizerUpdates) {
   }
 }
 
+// ---- convolution and pooling ---------------------------------------------------
+// Every geometry the layers produce: strides, "same" padding, dilation,
+// groups, the pointwise shortcut and 1-D; all three convolution passes and
+// both poolings' passes, against the CPU. Max pooling on a constant input
+// (every window ties) must give dy to the same (first) elements as the CPU.
+ConvGeometry conv_geometry(int64_t h, int64_t w, int64_t c, int64_t f, int64_t kh, int64_t kw,
+                           int64_t s, int64_t d, bool same, int64_t groups) {
+  ConvGeometry g;
+  g.in_h = h;
+  g.in_w = w;
+  g.in_c = c;
+  g.out_c = f;
+  g.k_h = kh;
+  g.k_w = kw;
+  g.stride_h = g.stride_w = h == 1 ? 1 : s;
+  g.stride_w = s;
+  g.dil_h = h == 1 ? 1 : d;
+  g.dil_w = d;
+  g.groups = groups;
+  auto axis = [&](int64_t in, int64_t k, int64_t st, int64_t dl, int64_t* pad) {
+    const int64_t span = (k - 1) * dl + 1;
+    if (!same) {
+      *pad = 0;
+      return (in - span) / st + 1;
+    }
+    const int64_t out = (in + st - 1) / st;
+    *pad = std::max<int64_t>((out - 1) * st + span - in, 0) / 2;
+    return out;
+  };
+  g.out_h = axis(h, kh, g.stride_h, g.dil_h, &g.pad_top);
+  g.out_w = axis(w, kw, g.stride_w, g.dil_w, &g.pad_left);
+  return g;
+}
+
+TEST_F(GpuOps, ConvolutionPassesMatchTheCpu) {
+  const ConvGeometry cases[] = {conv_geometry(28, 28, 1, 32, 3, 3, 1, 1, false, 1),
+                                conv_geometry(13, 13, 32, 64, 3, 3, 1, 1, false, 1),
+                                conv_geometry(9, 8, 6, 4, 3, 2, 2, 1, true, 2),
+                                conv_geometry(9, 9, 3, 5, 3, 3, 1, 2, true, 1),
+                                conv_geometry(7, 5, 8, 6, 1, 1, 1, 1, false, 1),
+                                conv_geometry(1, 17, 4, 6, 1, 5, 2, 1, true, 2)};
+  for (const ConvGeometry& g : cases) {
+    const int64_t rows = 5, nx = rows * g.in_h * g.in_w * g.in_c;
+    const int64_t ny = rows * g.out_h * g.out_w * g.out_c;
+    const int64_t nw = g.k_h * g.k_w * (g.in_c / g.groups) * g.out_c;
+    const size_t x = p_->put(random_vec(nx, 60)), w = p_->put(random_vec(nw, 61));
+    const size_t dy = p_->put(random_vec(ny, 62)), y = p_->put(std::vector<float>(ny));
+    const size_t dw = p_->put(std::vector<float>(nw)), dx = p_->put(std::vector<float>(nx));
+    const size_t col = p_->put(std::vector<float>(rows * conv_columns_per_row(g) + 1));
+    for (Backend* be : {cpu_.get(), dev_.get()}) {
+      const bool c = be == cpu_.get();
+      auto P = [&](size_t i) { return c ? p_->c(i) : p_->d(i); };
+      be->conv_forward(g, rows, P(x), P(w), P(y), P(col));
+      be->conv_backward_filter(g, rows, P(x), P(dy), P(dw), P(col));
+      be->conv_backward_data(g, rows, P(dy), P(w), P(dx), P(col));
+    }
+    for (size_t b : {y, dw, dx}) EXPECT_LE(p_->err(b), 1e-5) << g.in_h << "x" << g.in_w;
+    // No rows: a zero filter gradient.
+    dev_->conv_backward_filter(g, 0, p_->d(x), p_->d(dy), p_->d(dw), p_->d(col));
+    const std::vector<float> z = p_->got(dw);
+    EXPECT_TRUE(std::all_of(z.begin(), z.end(), [](float v) { return v == 0.0f; }));
+  }
+}
+
+TEST_F(GpuOps, PoolingPassesMatchTheCpu) {
+  const ConvGeometry cases[] = {conv_geometry(26, 26, 32, 32, 2, 2, 2, 1, false, 1),
+                                conv_geometry(7, 5, 3, 3, 3, 3, 2, 1, true, 1),
+                                conv_geometry(6, 7, 4, 4, 3, 2, 1, 1, true, 1),
+                                conv_geometry(1, 9, 4, 4, 1, 3, 2, 1, true, 1),
+                                conv_geometry(5, 6, 7, 7, 5, 6, 1, 1, false, 1)};  // global
+  for (const ConvGeometry& g : cases)
+    for (bool constant : {false, true}) {
+      const int64_t rows = 3, nx = rows * g.in_h * g.in_w * g.in_c;
+      const int64_t ny = rows * g.out_h * g.out_w * g.in_c;
+      const size_t x = p_->put(constant ? std::vector<float>(nx, 0.5f) : random_vec(nx, 70));
+      const size_t dy = p_->put(random_vec(ny, 71)), y = p_->put(std::vector<float>(ny));
+      const size_t dx = p_->put(std::vector<float>(nx)), ay = p_->put(std::vector<float>(ny));
+      const size_t adx = p_->put(std::vector<float>(nx));
+      for (Backend* be : {cpu_.get(), dev_.get()}) {
+        const bool c = be == cpu_.get();
+        auto P = [&](size_t i) { return c ? p_->c(i) : p_->d(i); };
+        be->max_pool_forward(g, rows, P(x), P(y));
+        be->max_pool_backward(g, rows, P(x), P(y), P(dy), P(dx));
+        be->avg_pool_forward(g, rows, P(x), P(ay));
+        be->avg_pool_backward(g, rows, P(dy), P(adx));
+      }
+      for (size_t b : {y, dx, ay, adx}) EXPECT_LE(p_->err(b), 1e-5) << g.in_h << "x" << g.in_w;
+    }
+}
+
 TEST(GpuBackend, ABadDeviceIsAClearError) {
   try {
     make_cuda_backend(0, 4096);

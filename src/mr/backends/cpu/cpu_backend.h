@@ -100,6 +100,18 @@ class CpuBackend : public Backend {
   void l2_normalize_rows(int64_t rows, int64_t cols, const float* x, float* y) override;
   void l2_normalize_rows_backward(int64_t rows, int64_t cols, const float* x, const float* dy,
                                   float* dx) override;
+  // ---- convolution and pooling (cpu_conv.cpp, cpu_pooling.cpp) ----------------
+  void conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w, float* y,
+                    float* col) override;
+  void conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x, const float* dy,
+                            float* dw, float* col) override;
+  void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy, const float* w,
+                          float* dx, float* col) override;
+  void max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x, const float* y,
+                         const float* dy, float* dx) override;
+  void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy, float* dx) override;
 
   ThreadTeam& team() { return team_; }
 
@@ -160,6 +172,13 @@ void for_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
   const int64_t grain = work < kRowwiseMinWork ? (rows > 0 ? rows : 1) : 1;
   for_range(team, rows, grain, f);
 }
+
+// gemm on the calling thread alone (the backend's gemm contract, no team):
+// for ops that split their work across the team themselves and run one
+// product per member (cpu_conv.cpp).
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc);
 
 // Most members a team may have (reductions keep one partial per member on the
 // stack).

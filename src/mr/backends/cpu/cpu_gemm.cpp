@@ -134,6 +134,21 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   }
 }
 
+namespace cpu {
+
+void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  if (m <= 0 || n <= 0) return;
+  if (k == 0) {
+    scale_only(m, n, beta, c, ldc);
+    return;
+  }
+  block_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace cpu
+
 std::string cpu_gemm_description() {
   std::string isa = "SSE2";
 #if defined(__AVX512F__) && defined(EIGEN_ENABLE_AVX512)

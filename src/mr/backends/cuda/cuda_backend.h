@@ -189,6 +189,18 @@ class CudaBackend final : public Backend {
   void l2_normalize_rows(int64_t rows, int64_t cols, const float* x, float* y) override;
   void l2_normalize_rows_backward(int64_t rows, int64_t cols, const float* x, const float* dy,
                                   float* dx) override;
+  // ---- convolution and pooling (cuda_conv.cu, cuda_pooling.cu) ---------------
+  void conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w, float* y,
+                    float* col) override;
+  void conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x, const float* dy,
+                            float* dw, float* col) override;
+  void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy, const float* w,
+                          float* dx, float* col) override;
+  void max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void max_pool_backward(const ConvGeometry& g, int64_t rows, const float* x, const float* y,
+                         const float* dy, float* dx) override;
+  void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
+  void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy, float* dx) override;
 
   // Block partials of a row reduction (loss, metric): grows on demand.
   double* reduction_scratch(int64_t blocks);

@@ -37,7 +37,17 @@
   X(ReLU)                 \
   X(LeakyReLU)            \
   X(ELU)                  \
-  X(Softmax)
+  X(Softmax)              \
+  X(Conv1D)               \
+  X(Conv2D)               \
+  X(MaxPooling1D)         \
+  X(MaxPooling2D)         \
+  X(AveragePooling1D)     \
+  X(AveragePooling2D)     \
+  X(GlobalMaxPooling1D)   \
+  X(GlobalMaxPooling2D)   \
+  X(GlobalAveragePooling1D) \
+  X(GlobalAveragePooling2D)
 
 namespace mr {
 
