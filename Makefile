@@ -5,7 +5,7 @@
 #   make core      CMake build of the C++ core and its GoogleTest suite in ./build
 #   make test      deps + install + core, then ctest and the R suite; the last line is
 #                  "N passed, N failed, N skipped" over both suites
-#   make demo      deps + install, then Rscript demo/mnist.R
+#   make demo      deps + install, then Rscript demo/mnist.R and demo/convnet.R
 #   make check     R CMD build + R CMD check --no-manual (in ./build-check)
 #   make document  roxygen2::roxygenise() (NAMESPACE, man/) + Rcpp::compileAttributes()
 #   make bench     deps + install + core, then the harnesses under bench/
@@ -124,6 +124,7 @@ test: deps install
 
 demo: deps install
 	$(RSCRIPT) demo/mnist.R
+	$(RSCRIPT) demo/convnet.R
 
 check: deps
 	rm -rf build-check && mkdir -p build-check
