@@ -70,7 +70,7 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   name <- check_string(dots$name, "name", null_ok = TRUE) %||% auto_name("functional")
   graph <- trace_graph(inputs, outputs)
   graph$output_names <- output_names
-  FunctionalModel$new(name, graph)
+  as_model_function(FunctionalModel$new(name, graph))
 }
 
 #' Create a sequential model
@@ -136,11 +136,11 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   if (!is.null(input_tensor)) abort_not_yet("{.arg input_tensor} is not supported yet; use NULL (and {.arg input_shape}).")
   if (!identical(input_optional, FALSE)) abort_not_yet("{.arg input_optional} must be FALSE; optional inputs are not supported yet.")
   if (!identical(trainable, TRUE)) abort_not_yet("{.arg trainable} = FALSE is not supported yet.")
-  if (inherits(layers, "mirrored_layer")) layers <- list(layers)
+  if (inherits(layers, "mirrored_layer") || inherits(layers, "mirrored_model")) layers <- list(layers)
   if (!is.list(layers)) abort_value("{.arg layers} must be a list of layers, not {describe(layers)}.")
   model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
   for (layer in c(layers, list(...))) model$add(layer)
-  model
+  as_model_function(model)
 }
 
 # For each node of a graph: -1, or the 0-based index of the earlier node
@@ -170,6 +170,9 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
     if (!is.null(nodes[[key]])) return()
     nodes[[key]] <<- t
     for (i in t$node$inputs) visit(i)
+    # A nested model's call is inlined whole (all its outputs), so that it
+    # stays one layer with all its weights.
+    for (o in t$node$scope$outputs) visit(o)
   }
   for (o in outputs) visit(o)
   ids <- as.integer(names(nodes))
@@ -209,7 +212,7 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
   list(
     nodes = lapply(seq_along(nodes), function(k) {
       t <- nodes[[k]]
-      list(layer = t$node$layer, shape = t$shape,
+      list(layer = t$node$layer, shape = t$shape, id = t$node$id, scope = t$node$scope,
            inputs = match(vapply(t$node$inputs, function(i) i$node$id, integer(1)), ids) - 1L)
     }),
     inputs = match(input_ids, ids) - 1L,

@@ -115,6 +115,7 @@ compile_keras_config <- function(model) {
 # The inner config of a model (what get_config() returns).
 model_inner_config <- function(model) {
   g <- model$graph()
+  check_no_nested_models(model)
   if (inherits(model, "mirrored_sequential")) {
     layers <- model$layers
     cfg <- list(name = model$name, trainable = TRUE, dtype = dtype_policy_config())

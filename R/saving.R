@@ -130,6 +130,7 @@ check_overwrite <- function(path, overwrite, call = sys.call(-1)) {
 # with a counter per class.
 weights_layout <- function(model) {
   g <- model$graph()
+  check_no_nested_models(model)
   if (is.null(g)) abort_value("Model {.val {model$name}} is not built yet (no input shape): it has no weights to save or load.")
   idx <- seq_along(g$nodes) - 1L
   # A shared layer is one layer: its later calls have no weights of their own.
