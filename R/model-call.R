@@ -16,9 +16,12 @@
 # model$layers and the .keras writer show the call as one layer. The inner
 # model's weights are copied into the outer model when the outer one is
 # built (nested_start_weights(); an unbuilt inner model is built then, so
-# both start equal); the two models then hold separate
-# replicas: training the outer model does not change the inner object's
-# weights.
+# both start equal). The two models then hold separate replicas: while the
+# outer model trains, the inner object keeps its weights; at the end of
+# fit() and when weights are loaded into the outer model they are copied
+# back into it (sync_nested_weights()). Keras shares the variables
+# themselves; weights set on the inner object later do not reach an outer
+# model already built.
 
 as_model_function <- function(model) {
   if (inherits(model, "mirrored_model_function")) return(model)
@@ -98,8 +101,11 @@ call_model <- function(model, x, call = sys.call(-1)) {
                 call = call)
   }
   xs <- unname(xs)
-  if (inherits(model, "mirrored_sequential") && is.null(model$graph()) && length(xs) == 1) {
-    model$build(xs[[1]]$shape)
+  if (inherits(model, "mirrored_sequential") && is.null(model$graph())) {
+    if (!length(model$layers)) {
+      abort_value("Sequential model {.val {model$name}} has no layers; it cannot be called.", call = call)
+    }
+    if (length(xs) == 1) model$build(xs[[1]]$shape)
   }
   g <- model$graph()
   if (is.null(g)) {
@@ -250,14 +256,34 @@ apply_nested_start_weights <- function(model) {
   invisible()
 }
 
-has_nested_models <- function(g) !is.null(g) && any(vapply(g$nodes, function(n) !is.null(n$scope), logical(1)))
-
-# Until the writer nests them in Keras 3's layout, models holding models are
-# not saved (rather than saved wrongly).
-check_no_nested_models <- function(model) {
-  if (has_nested_models(model$graph())) {
-    abort_not_yet(c("Model {.val {model$name}} holds nested models; saving it (and its weights) is not supported yet.",
-                    i = "Save the nested model on its own, or build the model from its layers."), call = NULL)
+# Copies the weights of `model`'s layers back into the model objects nested
+# in it (and theirs), so that after fit() or a load the nested model holds
+# what the outer one learned, as a Keras model sharing its variables would.
+sync_nested_weights <- function(model) {
+  g <- model$graph()
+  if (is.null(g) || !model$is_built() || !any(vapply(g$nodes, function(n) !is.null(n$scope), logical(1)))) {
+    return(invisible())
+  }
+  w <- model$get_weights()
+  counts <- graph_weight_counts(g)
+  offsets <- cumsum(c(0L, counts))
+  models <- list()
+  for (n in g$nodes) {
+    m <- n$scope$model
+    if (is.null(m) || any(vapply(models, identical, logical(1), m))) next
+    models[[length(models) + 1L]] <- m
+    mg <- m$graph()
+    mw <- m$get_weights()
+    mcounts <- graph_weight_counts(mg)
+    moff <- 0L
+    for (k in seq_along(mg$nodes)) {
+      if (mcounts[k] == 0) next
+      at <- which(counts > 0 & vapply(g$nodes, function(t) identical(t$layer, mg$nodes[[k]]$layer), logical(1)))
+      if (length(at)) mw[moff + seq_len(mcounts[k])] <- w[offsets[at[1]] + seq_len(mcounts[k])]
+      moff <- moff + mcounts[k]
+    }
+    m$set_weights(mw)
+    sync_nested_weights(m)
   }
   invisible()
 }

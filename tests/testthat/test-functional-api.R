@@ -322,10 +322,3 @@ test_that("named outputs (Keras' dict outputs) round-trip and load from Keras", 
   expect_equal(evaluate(back, x, y, verbose = 0), evaluate(m, x, y, verbose = 0), tolerance = 1e-6)
 })
 
-test_that("nested models in Keras files are a not-yet error, not a wrong model", {
-  # A Keras file whose model holds a model.
-  cfg <- list(class_name = "Sequential", config = list(name = "outer", layers = list(
-    list(class_name = "InputLayer", config = list(batch_shape = list(NULL, 3L), dtype = "float32", name = "in")),
-    list(class_name = "Sequential", config = list(name = "inner", layers = list())))))
-  expect_error(from_config(cfg), class = "mirrored_not_yet_error")
-})
