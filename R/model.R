@@ -43,7 +43,23 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #' @param ... `name`: the model's name (default `"functional"`, then
 #'   `"functional_1"`, ...).
 #' @return A model, with reference semantics: [compile()] and [fit()] change
-#'   it in place.
+#'   it in place. The model is also a function: see "Models as layers".
+#' @section Models as layers:
+#' A model (functional or sequential) can be called on symbolic tensors like
+#' a layer, `y <- model(x)` (a list of tensors for a model of several inputs;
+#' it returns a list for a model of several outputs), or added to a
+#' sequential model. Its layers become part of the new model: a model called
+#' twice has one set of weights, and [summary()] and `model$layers` show it
+#' as one layer (of type `Functional` or `Sequential`), as Keras does;
+#' [save_model()] writes it in Keras 3's layout.
+#'
+#' The new model starts from the nested model's current weights (a trained
+#' or loaded model keeps what it learned). Unlike Keras, where both share
+#' the same variables, the two models then hold their own copies: the nested
+#' model object receives the outer model's weights at the end of each
+#' [fit()] and when weights are loaded into the outer model, but not while
+#' the outer model trains, and weights set on the nested model afterwards do
+#' not reach the outer model.
 #' @family model functions
 #' @seealso [keras_input()], [layer_dense()], [compile.mirrored_model()],
 #'   [fit.mirrored_model()]
@@ -54,6 +70,11 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #'   layer_dense(units = 10)
 #' model <- keras_model(inputs, outputs)
 #' model
+#'
+#' # A model used as a layer of another model.
+#' x <- keras_input(shape = 784)
+#' classifier <- keras_model(x, layer_dense(model(x), units = 2))
+#' summary(classifier)
 #' @export
 keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   dots <- list(...)
@@ -95,7 +116,9 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #' @param input_optional Only `FALSE`.
 #' @param trainable Only `TRUE` (freezing comes with training parity).
 #' @param layers A list of layers (or models) to add, in order.
-#' @return A sequential model.
+#' @return A sequential model; like any model, it can be called on symbolic
+#'   tensors or added to another model (see "Models as layers" in
+#'   [keras_model()]).
 #' @family model functions
 #' @seealso [keras_model()]
 #' @examples
@@ -105,6 +128,9 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #' model
 #' model2 <- keras_model_sequential(input_shape = 4, layers = list(
 #'   layer_dense(units = 8, activation = "relu"), layer_dense(units = 2)))
+#' # A model as the first layer of another.
+#' model3 <- keras_model_sequential(layers = list(model2, layer_dense(units = 1)))
+#' model3
 #' @export
 keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_dtype = NULL,
                                    input_batch_size = NULL, input_sparse = NULL, input_ragged = NULL,
