@@ -222,16 +222,19 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
     }
   }
   # A layer called at several places (a shared layer) is one layer: its
-  # nodes share its weights. Two different layers may not share a name.
-  layer_names <- vapply(nodes, function(t) t$node$layer$name, character(1))
+  # nodes share its weights. Two different layers may not share a name. The
+  # layers of a nested model are named within that model, as in Keras: at
+  # this level the model's name counts.
+  owner <- function(t) t$node$scope$model %||% t$node$layer
+  layer_names <- vapply(nodes, function(t) owner(t)$name, character(1))
   for (nm in unique(layer_names[duplicated(layer_names)])) {
     same <- nodes[layer_names == nm]
     for (t in same[-1]) {
-      if (!identical(t$node$layer, same[[1]]$node$layer)) {
+      if (!identical(owner(t), owner(same[[1]]))) {
         abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
       }
     }
-    if (same[[1]]$node$layer$class_name == "InputLayer") {
+    if (is.null(same[[1]]$node$scope) && same[[1]]$node$layer$class_name == "InputLayer") {
       abort_value("Input {.val {nm}} appears twice in the model.", call = call)
     }
   }

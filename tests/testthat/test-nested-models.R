@@ -260,3 +260,25 @@ test_that("calling a model on the wrong inputs is a classed error naming the mod
   expect_error(s$add(s), class = "mirrored_value_error")
   expect_error(keras_model_sequential(input_shape = 4, layers = list(one)), class = "mirrored_shape_error")
 })
+
+test_that("layers of nested models are named within their model, as in Keras", {
+  set_random_seed(6)
+  mk <- function(nm) {
+    i <- keras_input(shape = 3, name = paste0(nm, "_in"))
+    keras_model(i, layer_dense(i, units = 2, name = "ns_same"), name = nm)
+  }
+  a <- mk("ns_a")
+  b <- mk("ns_b")
+  x <- keras_input(shape = 3, name = "ns_x")
+  m <- keras_model(x, layer_add(list(a(x), b(x)), name = "ns_add"), name = "ns_m")
+  set.seed(6)
+  xx <- matrix(rnorm(12), 4)
+  expect_equal(predict(m, xx, verbose = 0), predict(a, xx, verbose = 0) + predict(b, xx, verbose = 0),
+               tolerance = 1e-5)
+  path <- tempfile(fileext = ".keras")
+  save_model(m, path)
+  expect_equal(predict(load_model(path), xx, verbose = 0), predict(m, xx, verbose = 0), tolerance = 1e-6)
+  # Two different layers (or models) of the same model still need two names.
+  d <- layer_dense(units = 2, name = "ns_a")
+  expect_error(keras_model(x, layer_add(list(a(x), d(x)))), class = "mirrored_value_error")
+})
