@@ -25,7 +25,12 @@
 
 as_model_function <- function(model) {
   if (inherits(model, "mirrored_model_function")) return(model)
-  make_model_function(model)
+  # Made once, so that a model is always the same (identical) function; a
+  # clone() gets its own.
+  if (is.null(model$fn) || !identical(environment(unclass(model$fn))$model, model)) {
+    model$fn <- make_model_function(model)
+  }
+  model$fn
 }
 
 make_model_function <- function(model) {
@@ -192,7 +197,7 @@ graph_node_refs <- function(g, entries = graph_entries(g)) {
 
 # The user-facing form of a graph entry (model$layers).
 entry_object <- function(e) {
-  if (is.null(e$model)) as_layer_function(e$layer) else make_model_function(e$model)
+  if (is.null(e$model)) as_layer_function(e$layer) else as_model_function(e$model)
 }
 
 # Start weights of the layers of the models nested in graph `g`: a list of

@@ -18,6 +18,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
     # The strategy in scope when the model was created (as in TensorFlow).
     strategy = NULL,
     training_state = NULL,
+    # The function users hold (as_model_function(), R/model-call.R).
+    fn = NULL,
     initialize = function(name) {
       self$name <- name
       self$strategy <- get_strategy()
@@ -156,7 +158,7 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
   ),
   active = list(
     layers = function() {
-      lapply(private$.layers, function(l) if (inherits(l, "mirrored_model")) make_model_function(l) else as_layer_function(l))
+      lapply(private$.layers, function(l) if (inherits(l, "mirrored_model")) as_model_function(l) else as_layer_function(l))
     }
   ),
   private = list(
