@@ -129,6 +129,10 @@ call_model <- function(model, x, call = sys.call(-1)) {
                  call = call)
     }
   }
+  if (any(g$outputs %in% g$inputs)) {
+    abort_not_yet("Model {.val {model$name}} returns one of its inputs unchanged; calling such a model is not supported yet.",
+                  call = call)
+  }
   scope <- new.env(parent = emptyenv())
   scope$model <- model
   scope$id <- next_node_id()

@@ -260,6 +260,8 @@ test_that("calling a model on the wrong inputs is a classed error naming the mod
   s <- keras_model_sequential(input_shape = 3, name = "er_seq") |> layer_dense(units = 2, name = "er_sd")
   expect_error(s$add(s), class = "mirrored_value_error")
   expect_error(keras_model_sequential(input_shape = 4, layers = list(one)), class = "mirrored_shape_error")
+  passthrough <- keras_model(i, list(i, layer_dense(i, units = 1, name = "er_pd")), name = "er_pass")
+  expect_error(passthrough(x), class = "mirrored_not_yet_error")
 })
 
 test_that("layers of nested models are named within their model, as in Keras", {
