@@ -18,6 +18,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
     # The strategy in scope when the model was created (as in TensorFlow).
     strategy = NULL,
     training_state = NULL,
+    # The function users hold (as_model_function(), R/model-call.R).
+    fn = NULL,
     initialize = function(name) {
       self$name <- name
       self$strategy <- get_strategy()
@@ -48,9 +50,10 @@ MirroredModel <- R6::R6Class("mirrored_model",
   ),
   active = list(
     # Each layer once (a shared layer's later calls are not listed again).
+    # A nested model is one entry.
     layers = function() {
-      g <- private$.graph
-      lapply(g$nodes[graph_shares(g) < 0], function(n) as_layer_function(n$layer))
+      entries <- Filter(function(e) e$owner, graph_entries(private$.graph))
+      lapply(entries, entry_object)
     },
     input_names = function() model_input_names(self),
     output_names = function() model_output_names(self),
@@ -76,9 +79,12 @@ MirroredModel <- R6::R6Class("mirrored_model",
                                               s$devices, model_threads(), collective_timeout(),
                                               private$.initialize, s$cross_device_ops %||% "",
                                               s$logical_per_gpu %||% 1L, allow_tf32()))
+      fresh <- private$.initialize
       # Adapted layers' values (not when load_model() sets every weight next).
-      attach_layer_states(self, write = private$.initialize)
+      attach_layer_states(self, write = fresh)
       private$.initialize <- TRUE
+      # Layers of nested models that were built start from their weights.
+      if (fresh) apply_nested_start_weights(self)
       comm <- cpp_model_communicator(private$.ptr)
       if (nzchar(comm[["note"]]) && !isTRUE(s$announced)) {
         s$announced <- TRUE
@@ -109,15 +115,20 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       private$rebuild_graph()
     },
     add = function(layer) {
-      layer <- layer_object(layer)
+      layer <- model_object(layer_object(layer))
+      if (identical(layer, self)) abort_value("Model {.val {self$name}} cannot be added to itself.")
+      if (!inherits(layer, "mirrored_layer") && !inherits(layer, "mirrored_model")) {
+        abort_value("Only layers and models can be added to a sequential model, not {describe(layer)}.")
+      }
       if (inherits(layer, "mirrored_model")) {
-        abort_not_yet(c("Models nested in models are not supported yet: {.val {layer$name}} cannot be added to {.val {self$name}}.",
-                        i = "Add its layers instead (they keep their weights only within one model)."))
-      }
-      if (!inherits(layer, "mirrored_layer")) {
-        abort_value("Only layers can be added to a sequential model, not {describe(layer)}.")
-      }
-      if (layer$class_name == "InputLayer") abort_value("Use {.arg input_shape} instead of adding an input layer.")
+        g <- layer$graph()
+        if (!is.null(g) && (length(g$inputs) != 1 || length(g$outputs) != 1)) {
+          abort_value("Model {.val {layer$name}} has {length(g$inputs)} input{?s} and {length(g$outputs)} output{?s}; a sequential model's layers have one of each.")
+        }
+        if (length(private$.layers) == 0 && is.null(private$.input_shape) && !is.null(g)) {
+          private$.input_shape <- g$nodes[[g$inputs + 1L]]$shape
+        }
+      } else if (layer$class_name == "InputLayer") abort_value("Use {.arg input_shape} instead of adding an input layer.")
       if (any(vapply(private$.layers, function(l) identical(l, layer), logical(1)))) {
         abort_value("Layer {.val {layer$name}} is already in the model.")
       }
@@ -148,7 +159,9 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     }
   ),
   active = list(
-    layers = function() lapply(private$.layers, as_layer_function)
+    layers = function() {
+      lapply(private$.layers, function(l) if (inherits(l, "mirrored_model")) as_model_function(l) else as_layer_function(l))
+    }
   ),
   private = list(
     .layers = list(),
@@ -161,14 +174,14 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       }
       private$.input_name <- private$.input_name %||% auto_name("input_layer")
       input <- input_layer(private$.input_shape, private$.input_name)
-      shape <- private$.input_shape
-      nodes <- list(list(layer = input, shape = shape, inputs = integer()))
-      for (k in seq_along(private$.layers)) {
-        layer <- private$.layers[[k]]
-        shape <- layer$output_shape(shape)
-        nodes[[k + 1]] <- list(layer = layer, shape = shape, inputs = k - 1L)
+      x <- first <- keras_tensor(input, list(), private$.input_shape)
+      for (layer in private$.layers) {
+        # A nested model is inlined (R/model-call.R); a layer is one node.
+        x <- if (inherits(layer, "mirrored_model")) call_model(layer, x, call = NULL)
+             else keras_tensor(layer, list(x), layer$output_shape(x$shape))
+        if (!is_keras_tensor(x)) x <- x[[1]]
       }
-      private$.graph <- list(nodes = nodes, inputs = 0L, outputs = length(nodes) - 1L)
+      private$.graph <- trace_graph(list(first), list(x), call = NULL)
     }
   )
 )

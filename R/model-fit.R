@@ -124,6 +124,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
     if (isTRUE(model$stop_training)) break
   }
   cbl$on_train_end(logs)
+  # Nested model objects receive what the outer model learned.
+  sync_nested_weights(model)
   model$history <- history$history()
   invisible(model$history)
 }

@@ -18,7 +18,11 @@ model_input_names <- function(model) {
 model_output_names <- function(model) {
   g <- model$graph()
   if (is.null(g)) return(NA_character_)
-  g$output_names %||% vapply(g$outputs, function(i) g$nodes[[i + 1L]]$layer$name, character(1))
+  # An output of a nested model is named after the model (Keras' output_names).
+  g$output_names %||% vapply(g$outputs, function(i) {
+    n <- g$nodes[[i + 1L]]
+    if (is.null(n$scope)) n$layer$name else n$scope$model$name
+  }, character(1))
 }
 
 model_output_count <- function(model) {

@@ -43,7 +43,23 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #' @param ... `name`: the model's name (default `"functional"`, then
 #'   `"functional_1"`, ...).
 #' @return A model, with reference semantics: [compile()] and [fit()] change
-#'   it in place.
+#'   it in place. The model is also a function: see "Models as layers".
+#' @section Models as layers:
+#' A model (functional or sequential) can be called on symbolic tensors like
+#' a layer, `y <- model(x)` (a list of tensors for a model of several inputs;
+#' it returns a list for a model of several outputs), or added to a
+#' sequential model. Its layers become part of the new model: a model called
+#' twice has one set of weights, and [summary()] and `model$layers` show it
+#' as one layer (of type `Functional` or `Sequential`), as Keras does;
+#' [save_model()] writes it in Keras 3's layout.
+#'
+#' The new model starts from the nested model's current weights (a trained
+#' or loaded model keeps what it learned). Unlike Keras, where both share
+#' the same variables, the two models then hold their own copies: the nested
+#' model object receives the outer model's weights at the end of each
+#' [fit()] and when weights are loaded into the outer model, but not while
+#' the outer model trains, and weights set on the nested model afterwards do
+#' not reach the outer model.
 #' @family model functions
 #' @seealso [keras_input()], [layer_dense()], [compile.mirrored_model()],
 #'   [fit.mirrored_model()]
@@ -54,6 +70,11 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #'   layer_dense(units = 10)
 #' model <- keras_model(inputs, outputs)
 #' model
+#'
+#' # A model used as a layer of another model.
+#' x <- keras_input(shape = 784)
+#' classifier <- keras_model(x, layer_dense(model(x), units = 2))
+#' summary(classifier)
 #' @export
 keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   dots <- list(...)
@@ -70,7 +91,7 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   name <- check_string(dots$name, "name", null_ok = TRUE) %||% auto_name("functional")
   graph <- trace_graph(inputs, outputs)
   graph$output_names <- output_names
-  FunctionalModel$new(name, graph)
+  as_model_function(FunctionalModel$new(name, graph))
 }
 
 #' Create a sequential model
@@ -95,7 +116,9 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #' @param input_optional Only `FALSE`.
 #' @param trainable Only `TRUE` (freezing comes with training parity).
 #' @param layers A list of layers (or models) to add, in order.
-#' @return A sequential model.
+#' @return A sequential model; like any model, it can be called on symbolic
+#'   tensors or added to another model (see "Models as layers" in
+#'   [keras_model()]).
 #' @family model functions
 #' @seealso [keras_model()]
 #' @examples
@@ -105,6 +128,9 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #' model
 #' model2 <- keras_model_sequential(input_shape = 4, layers = list(
 #'   layer_dense(units = 8, activation = "relu"), layer_dense(units = 2)))
+#' # A model as the first layer of another.
+#' model3 <- keras_model_sequential(layers = list(model2, layer_dense(units = 1)))
+#' model3
 #' @export
 keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_dtype = NULL,
                                    input_batch_size = NULL, input_sparse = NULL, input_ragged = NULL,
@@ -136,11 +162,11 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   if (!is.null(input_tensor)) abort_not_yet("{.arg input_tensor} is not supported yet; use NULL (and {.arg input_shape}).")
   if (!identical(input_optional, FALSE)) abort_not_yet("{.arg input_optional} must be FALSE; optional inputs are not supported yet.")
   if (!identical(trainable, TRUE)) abort_not_yet("{.arg trainable} = FALSE is not supported yet.")
-  if (inherits(layers, "mirrored_layer")) layers <- list(layers)
+  if (inherits(layers, "mirrored_layer") || inherits(layers, "mirrored_model")) layers <- list(layers)
   if (!is.list(layers)) abort_value("{.arg layers} must be a list of layers, not {describe(layers)}.")
   model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
   for (layer in c(layers, list(...))) model$add(layer)
-  model
+  as_model_function(model)
 }
 
 # For each node of a graph: -1, or the 0-based index of the earlier node
@@ -170,6 +196,9 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
     if (!is.null(nodes[[key]])) return()
     nodes[[key]] <<- t
     for (i in t$node$inputs) visit(i)
+    # A nested model's call is inlined whole (all its outputs), so that it
+    # stays one layer with all its weights.
+    for (o in t$node$scope$outputs) visit(o)
   }
   for (o in outputs) visit(o)
   ids <- as.integer(names(nodes))
@@ -193,23 +222,26 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
     }
   }
   # A layer called at several places (a shared layer) is one layer: its
-  # nodes share its weights. Two different layers may not share a name.
-  layer_names <- vapply(nodes, function(t) t$node$layer$name, character(1))
+  # nodes share its weights. Two different layers may not share a name. The
+  # layers of a nested model are named within that model, as in Keras: at
+  # this level the model's name counts.
+  owner <- function(t) t$node$scope$model %||% t$node$layer
+  layer_names <- vapply(nodes, function(t) owner(t)$name, character(1))
   for (nm in unique(layer_names[duplicated(layer_names)])) {
     same <- nodes[layer_names == nm]
     for (t in same[-1]) {
-      if (!identical(t$node$layer, same[[1]]$node$layer)) {
+      if (!identical(owner(t), owner(same[[1]]))) {
         abort_value("Two layers of the model are named {.val {nm}}; layer names must be unique.", call = call)
       }
     }
-    if (same[[1]]$node$layer$class_name == "InputLayer") {
+    if (is.null(same[[1]]$node$scope) && same[[1]]$node$layer$class_name == "InputLayer") {
       abort_value("Input {.val {nm}} appears twice in the model.", call = call)
     }
   }
   list(
     nodes = lapply(seq_along(nodes), function(k) {
       t <- nodes[[k]]
-      list(layer = t$node$layer, shape = t$shape,
+      list(layer = t$node$layer, shape = t$shape, id = t$node$id, scope = t$node$scope,
            inputs = match(vapply(t$node$inputs, function(i) i$node$id, integer(1)), ids) - 1L)
     }),
     inputs = match(input_ids, ids) - 1L,

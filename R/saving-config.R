@@ -30,8 +30,9 @@ to_snake_case <- function(name) {
 
 # A serialized layer (the entry in the model's "layers" list). `calls`
 # (functional models): one entry per call of the layer, each a list of its
-# input tensors (name, shape, node_index: the producing layer and which of
-# its calls produced the tensor).
+# input tensors (name, shape, node_index, tensor: the producing layer or
+# model, which of its calls produced the tensor, and which of that call's
+# outputs it is).
 layer_entry <- function(layer, input_shape, functional, calls = NULL) {
   e <- list(module = "keras.layers", class_name = layer$class_name, config = layer$config,
             registered_name = NULL)
@@ -41,16 +42,35 @@ layer_entry <- function(layer, input_shape, functional, calls = NULL) {
   }
   if (functional) {
     e$name <- layer$name
-    e$inbound_nodes <- lapply(calls, function(history) {
-      tensors <- lapply(history, function(h) {
-        list(class_name = "__keras_tensor__",
-             config = list(shape = batch_shape_json(h$shape), dtype = "float32",
-                           keras_history = list(h$name, as.integer(h$node_index), 0L)))
-      })
-      # A layer of several inputs is called on one list of tensors.
-      list(args = if (length(tensors) == 1) tensors else list(tensors),
-           kwargs = stats::setNames(list(), character()))
+    e$inbound_nodes <- inbound_nodes_json(calls, stats::setNames(list(), character()))
+  }
+  e
+}
+
+# The inbound_nodes of a layer or model entry: one per call.
+inbound_nodes_json <- function(calls, kwargs) {
+  lapply(calls, function(history) {
+    tensors <- lapply(history, function(h) {
+      list(class_name = "__keras_tensor__",
+           config = list(shape = batch_shape_json(h$shape), dtype = "float32",
+                         keras_history = list(h$name, as.integer(h$node_index), as.integer(h$tensor %||% 0L))))
     })
+    # A layer of several inputs is called on one list of tensors.
+    list(args = if (length(tensors) == 1) tensors else list(tensors), kwargs = kwargs)
+  })
+}
+
+# A model nested in a model, as Keras 3 serializes it: the model's full
+# config (as in config.json) with an empty compile_config (Keras writes one
+# for a nested model even when it was never compiled), and in a functional
+# model its name and the inbound_nodes of its calls (kwargs mask = null).
+nested_model_entry <- function(model, functional, calls = NULL) {
+  e <- model_keras_config(model)
+  e$compile_config <- if (!is.null(model$optimizer)) compile_keras_config(model)
+                      else stats::setNames(list(), character())
+  if (functional) {
+    e$name <- model$name
+    e$inbound_nodes <- inbound_nodes_json(calls, list(mask = NULL))
   }
   e
 }
@@ -116,52 +136,58 @@ compile_keras_config <- function(model) {
 model_inner_config <- function(model) {
   g <- model$graph()
   if (inherits(model, "mirrored_sequential")) {
-    layers <- model$layers
     cfg <- list(name = model$name, trainable = TRUE, dtype = dtype_policy_config())
     if (is.null(g)) {
-      cfg$layers <- lapply(layers, function(l) {
-        e <- list(module = "keras.layers", class_name = l$class_name, config = l$config,
-                  registered_name = NULL)
-        e
+      cfg$layers <- lapply(model$layers, function(l) {
+        if (inherits(l, "mirrored_model")) return(nested_model_entry(l, FALSE))
+        list(module = "keras.layers", class_name = l$class_name, config = l$config, registered_name = NULL)
       })
       return(cfg)
     }
     nodes <- g$nodes
-    entries <- list(layer_entry(nodes[[1]]$layer, NULL, FALSE))
-    for (k in seq_along(nodes)[-1]) {
-      entries[[k]] <- layer_entry(nodes[[k]]$layer, nodes[[nodes[[k]]$inputs[1] + 1]]$shape, FALSE)
-    }
-    cfg$layers <- entries
+    cfg$layers <- lapply(graph_entries(g), function(e) {
+      if (!is.null(e$model)) return(nested_model_entry(e$model, FALSE))
+      layer_entry(e$layer, if (length(e$inputs)) nodes[[e$inputs[1] + 1]]$shape, FALSE)
+    })
     cfg$build_input_shape <- batch_shape_json(nodes[[1]]$shape)
     return(cfg)
   }
   nodes <- g$nodes
-  shares <- graph_shares(g)
-  call_index <- node_call_index(shares)
-  owners <- which(shares < 0)
-  entries <- lapply(owners, function(k) {
-    n <- nodes[[k]]
-    calls <- which(seq_along(nodes) == k | shares == k - 1L)
-    hist <- lapply(calls, function(c) {
-      lapply(nodes[[c]]$inputs, function(i) {
-        list(name = nodes[[i + 1]]$layer$name, shape = nodes[[i + 1]]$shape, node_index = call_index[i + 1])
+  entries <- graph_entries(g)
+  refs <- graph_node_refs(g, entries)
+  key <- function(e) if (is.null(e$model)) e$layer else e$model
+  layers <- lapply(Filter(function(e) e$owner, entries), function(e) {
+    calls <- Filter(function(f) identical(key(f), key(e)), entries)
+    hist <- lapply(calls, function(f) {
+      lapply(f$inputs, function(i) {
+        r <- refs[[i + 1]]
+        list(name = r$name, shape = nodes[[i + 1]]$shape, node_index = r$call, tensor = r$tensor)
       })
     })
-    in_shape <- if (length(n$inputs) == 1) nodes[[n$inputs[1] + 1]]$shape
-                else if (length(n$inputs) > 1) lapply(n$inputs, function(i) nodes[[i + 1]]$shape)
-    layer_entry(n$layer, in_shape, TRUE, if (length(n$inputs)) hist else list())
+    if (!is.null(e$model)) return(nested_model_entry(e$model, TRUE, hist))
+    in_shape <- if (length(e$inputs) == 1) nodes[[e$inputs[1] + 1]]$shape
+                else if (length(e$inputs) > 1) lapply(e$inputs, function(i) nodes[[i + 1]]$shape)
+    layer_entry(e$layer, in_shape, TRUE, if (length(e$inputs)) hist else list())
   })
+  # input_layers/output_layers count a nested Functional model's calls from
+  # 1 (Keras' functional models own a node of their own before any call);
+  # Sequential models and layers count from 0.
+  functional_call <- vapply(seq_along(nodes), function(k) {
+    sc <- nodes[[k]]$scope
+    !is.null(sc) && !inherits(sc$model, "mirrored_sequential")
+  }, logical(1))
+  ref <- function(i) {
+    r <- refs[[i + 1]]
+    list(r$name, as.integer(r$call + functional_call[i + 1]), as.integer(r$tensor))
+  }
   triple <- function(idx) {
-    t <- lapply(idx, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L))
+    t <- lapply(idx, ref)
     if (length(t) == 1) t[[1]] else t
   }
   outputs <- triple(g$outputs)
   # Named outputs are Keras' dict outputs: output_layers is a dict by name.
-  if (!is.null(g$output_names)) {
-    outputs <- stats::setNames(lapply(g$outputs, function(i) list(nodes[[i + 1]]$layer$name, call_index[i + 1], 0L)),
-                               g$output_names)
-  }
-  list(name = model$name, trainable = TRUE, layers = entries, input_layers = triple(g$inputs),
+  if (!is.null(g$output_names)) outputs <- stats::setNames(lapply(g$outputs, ref), g$output_names)
+  list(name = model$name, trainable = TRUE, layers = layers, input_layers = triple(g$inputs),
        output_layers = outputs)
 }
 
@@ -217,10 +243,8 @@ layer_from_keras <- function(entry, custom_objects, what) {
   }
   name <- cfg_get(cfg, "name")
   if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
-  if (cls %in% c("Functional", "Sequential", "Model")) {
-    abort_not_yet("{what}: {.val {name}} is a model nested in the model; mirrored does not load nested models yet.",
-                  call = NULL)
-  }
+  # A nested model: its full config is in the entry (Keras 3's layout).
+  if (cls %in% c("Functional", "Sequential", "Model")) return(model_from_keras(cls, cfg, custom_objects, what))
   tryCatch(Layer$new(cls, cfg), mirrored_error = function(e) {
     abort_config(what, "layer {.val {name}}: {conditionMessage(e)}")
   })
@@ -269,14 +293,18 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   # listed after it, so calls are made as soon as their inputs exist.
   tensors <- list()
   pending <- list()
+  functional_models <- character()
   for (e in layers) {
     lname <- cfg_get(e, "name") %||% cfg_get(cfg_get(e, "config"), "name")
     if (identical(cfg_get(e, "class_name"), "InputLayer")) {
       t <- keras_input(shape = input_shape_from_keras(cfg_get(e, "config"), what), name = lname)
-      tensors[[lname]] <- list(t)
+      tensors[[lname]] <- list(list(t))
       next
     }
     layer <- layer_from_keras(e, custom_objects, what)
+    if (inherits(layer, "mirrored_model") && !inherits(layer, "mirrored_sequential")) {
+      functional_models <- c(functional_models, lname)
+    }
     nodes <- cfg_get(e, "inbound_nodes", list())
     if (!length(nodes)) abort_config(what, "layer {.val {lname}} is never called (no {.field inbound_nodes}).")
     for (k in seq_along(nodes)) {
@@ -300,9 +328,17 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
       p <- pending[[j]]
       # Calls of one layer are made in their order.
       if (length(tensors[[p$name]]) != p$call - 1L || !ready(p)) next
-      ins <- lapply(p$hist, function(h) tensors[[h[[1]]]][[h[[2]] + 1L]])
+      ins <- lapply(p$hist, function(h) {
+        outs <- tensors[[h[[1]]]][[h[[2]] + 1L]]
+        k <- if (length(h) >= 3 && is.numeric(h[[3]])) h[[3]] + 1L else 1L
+        if (k > length(outs)) abort_config(what, "layer {.val {p$name}} reads output {k - 1} of {.val {h[[1]]}}, which has {length(outs)}.")
+        outs[[k]]
+      })
       if (is.null(tensors[[p$name]])) tensors[[p$name]] <- list()
-      tensors[[p$name]][[p$call]] <- call_layer(p$layer, if (length(ins) == 1) ins[[1]] else ins)
+      arg <- if (length(ins) == 1) ins[[1]] else ins
+      # Each call's outputs, as a list (a nested model may have several).
+      out <- if (inherits(p$layer, "mirrored_model")) call_model(p$layer, arg) else call_layer(p$layer, arg)
+      tensors[[p$name]][[p$call]] <- if (is_keras_tensor(out)) list(out) else unname(out)
       pending[[j]] <- NULL
       progress <- TRUE
       break
@@ -315,9 +351,15 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
     if (length(spec) && !is.list(spec[[1]])) spec <- list(spec)
     lapply(spec, function(s) {
       idx <- if (length(s) >= 2 && is.numeric(s[[2]])) s[[2]] + 1L else 1L
+      # Keras counts a nested Functional model's calls from 1 here (its own
+      # node comes first).
+      if (s[[1]] %in% functional_models) idx <- idx - 1L
+      k <- if (length(s) >= 3 && is.numeric(s[[3]])) s[[3]] + 1L else 1L
       t <- tensors[[s[[1]]]]
-      if (length(t) < idx) abort_config(what, "{arg} names layer {.val {s[[1]]}} (call {idx - 1}), which the config does not define.")
-      t[[idx]]
+      if (idx < 1 || length(t) < idx || length(t[[idx]]) < k) {
+        abort_config(what, "{arg} names layer {.val {s[[1]]}} (call {idx - 1}, output {k - 1}), which the config does not define.")
+      }
+      t[[idx]][[k]]
     })
   }
   ins <- pick(cfg_get(cfg, "input_layers"), "input_layers")

@@ -127,26 +127,46 @@ check_overwrite <- function(path, overwrite, call = sys.call(-1)) {
 
 # The Keras weights layout of a model: one group per layer of model.layers
 # (Sequential models leave the InputLayer out), named after the layer class
-# with a counter per class.
+# with a counter per class. A nested model is a group named after its class
+# ("functional", "sequential") holding its own layers' groups
+# (layers/functional/layers/dense/vars/0), as Keras 3 writes it.
 weights_layout <- function(model) {
   g <- model$graph()
   if (is.null(g)) abort_value("Model {.val {model$name}} is not built yet (no input shape): it has no weights to save or load.")
-  idx <- seq_along(g$nodes) - 1L
-  # A shared layer is one layer: its later calls have no weights of their own.
-  idx <- idx[graph_shares(g) < 0]
-  if (inherits(model, "mirrored_sequential")) idx <- idx[-1]
+  out <- weights_groups(g, inherits(model, "mirrored_sequential"), "", g, graph_shares(g))
+  list(model_name = model$name, groups = out$groups, names = out$names, nodes = as.integer(out$nodes),
+       optimizer = !is.null(model$optimizer), optimizer_name = model$optimizer$name %||% "")
+}
+
+# The groups of graph `g` (the model's own graph, or a nested model's) under
+# `prefix`. The variables live in the top graph `top`: a layer's group
+# points at the node of `top` that owns the layer (-1: no variables, as for
+# a nested model's own group).
+weights_groups <- function(g, sequential, prefix, top, top_shares) {
+  entries <- Filter(function(e) e$owner, graph_entries(g))
+  if (sequential) entries <- entries[-1]
   used <- list()
-  groups <- names <- character(length(idx))
-  for (k in seq_along(idx)) {
-    layer <- g$nodes[[idx[k] + 1L]]$layer
-    base <- to_snake_case(layer$class_name)
+  groups <- names <- character()
+  nodes <- integer()
+  for (e in entries) {
+    base <- if (is.null(e$model)) to_snake_case(e$layer$class_name) else tolower(keras_model_class(e$model))
     n <- used[[base]]
     used[[base]] <- if (is.null(n)) 0L else n + 1L
-    groups[k] <- paste0("layers/", if (is.null(n)) base else paste0(base, "_", n + 1L))
-    names[k] <- layer$name
+    group <- paste0(prefix, "layers/", if (is.null(n)) base else paste0(base, "_", n + 1L))
+    if (is.null(e$model)) {
+      owner <- which(top_shares < 0 & vapply(top$nodes, function(t) identical(t$layer, e$layer), logical(1)))
+      groups <- c(groups, group)
+      names <- c(names, e$layer$name)
+      nodes <- c(nodes, if (length(owner)) owner[1] - 1L else -1L)
+    } else {
+      inner <- weights_groups(e$model$graph(), inherits(e$model, "mirrored_sequential"),
+                              paste0(group, "/"), top, top_shares)
+      groups <- c(groups, group, inner$groups)
+      names <- c(names, e$model$name, inner$names)
+      nodes <- c(nodes, -1L, inner$nodes)
+    }
   }
-  list(model_name = model$name, groups = groups, names = names, nodes = as.integer(idx),
-       optimizer = !is.null(model$optimizer), optimizer_name = model$optimizer$name %||% "")
+  list(groups = groups, names = names, nodes = nodes)
 }
 
 weights_bytes <- function(model, what, state = NULL) {
@@ -171,6 +191,8 @@ load_weights_bytes <- function(model, bytes, what, load_optimizer = TRUE, exact_
     if (as_float32(lr) != res$learning_rate) lr <- res$learning_rate
     if (!identical(lr, model$optimizer$learning_rate)) model$optimizer$learning_rate <- lr
   }
+  # Nested model objects hold the loaded weights too.
+  sync_nested_weights(model)
   invisible(res)
 }
 

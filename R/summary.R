@@ -29,9 +29,11 @@ print_model_summary <- function(model) {
   }
   nodes <- g$nodes
   # A shared layer is one row (its first call), with its weights once and
-  # every call's inputs in "Connected to", as Keras prints it.
+  # every call's inputs in "Connected to", as Keras prints it; a nested
+  # model is one row of class Functional/Sequential with its layers' weights.
   shares <- graph_shares(g)
-  call_index <- node_call_index(shares)
+  entries <- graph_entries(g)
+  refs <- graph_node_refs(g, entries)
   # Each layer's variables as the core's registry describes them.
   counts <- lapply(seq_along(nodes), function(k) {
     n <- nodes[[k]]
@@ -42,23 +44,37 @@ print_model_summary <- function(model) {
   trainable <- vapply(counts, `[`, numeric(1), 1)
   non_trainable <- vapply(counts, `[`, numeric(1), 2)
   params <- trainable + non_trainable
-  shapes <- vapply(nodes, function(n) paste0("(None", paste0(", ", n$shape, collapse = ""), ")"), character(1))
-  keep <- if (inherits(model, "mirrored_sequential")) seq_along(nodes)[-1] else seq_along(nodes)
-  keep <- keep[shares[keep] < 0]
-  seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 && all(shares < 0) &&
-    all(vapply(seq_along(nodes)[-1], function(k) identical(as.integer(nodes[[k]]$inputs), k - 2L), logical(1)))
-  connected <- vapply(seq_along(nodes), function(k) {
-    calls <- which(seq_along(nodes) == k | shares == k - 1L)
-    ins <- unlist(lapply(calls, function(c) nodes[[c]]$inputs))
+  shape_of <- function(i) paste0("(None", paste0(", ", nodes[[i + 1]]$shape, collapse = ""), ")")
+  entry_key <- function(e) if (is.null(e$model)) e$layer else e$model
+  # Rows: each layer or model once (its first call).
+  rows_e <- Filter(function(e) e$owner, entries)
+  if (inherits(model, "mirrored_sequential")) rows_e <- rows_e[-1]
+  seq_like <- length(g$inputs) == 1 && length(g$outputs) == 1 &&
+    all(vapply(entries, function(e) e$owner, logical(1))) &&
+    all(vapply(seq_along(entries)[-1], function(j) {
+      identical(as.integer(entries[[j]]$inputs), as.integer(entries[[j - 1]]$outputs)) &&
+        length(entries[[j]]$outputs) == 1
+    }, logical(1)))
+  connected <- vapply(rows_e, function(e) {
+    calls <- Filter(function(f) identical(entry_key(f), entry_key(e)), entries)
+    ins <- unlist(lapply(calls, function(f) f$inputs))
     if (!length(ins)) return("-")
-    paste0(vapply(ins, function(i) nodes[[i + 1]]$layer$name, character(1)),
-           "[", call_index[ins + 1], "][0]", collapse = ", ")
+    paste0(vapply(ins, function(i) {
+      r <- refs[[i + 1]]
+      paste0(r$name, "[", r$call, "][", r$tensor, "]")
+    }, character(1)), collapse = ", ")
   }, character(1))
   rows <- data.frame(
-    name = vapply(nodes, function(n) n$layer$name, character(1))[keep],
-    class_name = vapply(nodes, function(n) n$layer$class_name, character(1))[keep],
-    output_shape = shapes[keep], params = params[keep],
-    connected_to = if (seq_like) NA_character_ else connected[keep],
+    name = vapply(rows_e, function(e) if (is.null(e$model)) e$layer$name else e$model$name, character(1)),
+    class_name = vapply(rows_e, function(e) {
+      if (is.null(e$model)) e$layer$class_name else keras_model_class(e$model)
+    }, character(1)),
+    output_shape = vapply(rows_e, function(e) {
+      s <- vapply(e$outputs, shape_of, character(1))
+      if (length(s) == 1) s else paste0("[", paste(s, collapse = ", "), "]")
+    }, character(1)),
+    params = vapply(rows_e, function(e) sum(params[e$nodes]), numeric(1)),
+    connected_to = if (seq_like) NA_character_ else connected,
     stringsAsFactors = FALSE)
   total <- sum(params)
   opt_params <- NULL

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Writes the Keras-written .keras fixtures of the functional API that the R
 suite loads (tests/testthat/fixtures/keras/func_*): a model of two inputs and
-two outputs, and one with a shared layer (one Dense called three times),
-each trained a little, with their inputs (<name>_x<k>.csv) and Keras'
+two outputs, one with a shared layer (one Dense called three times), one
+with dict outputs, and models nested in models (a Functional model of two
+outputs called twice and a Sequential model, in a Functional model; a
+Sequential model in a Sequential model), each trained a little, with their inputs (<name>_x<k>.csv) and Keras'
 predictions (<name>_y<k>.csv). Needs keras 3 (any backend) and numpy.
 
     python3 tools/make-keras-func-fixtures.py [OUT_DIR]
@@ -71,6 +73,32 @@ def main():
     ys = m.predict(xa, verbose=0)
     for k in ("p", "q"):
         np.savetxt(os.path.join(OUT, f"func_dict_outputs_{k}.csv"), ys[k], delimiter=",", fmt="%.9g")
+
+    # Nested models: the inner Functional model is called twice (its second
+    # output is a model output: output_layers ["inner", 2, 1], Keras counting
+    # a Functional model's calls from 1 there), then a nested Sequential one.
+    i = keras.Input(shape=(3,), name="in_inner")
+    h = keras.layers.Dense(4, activation="tanh", name="inner_h")(i)
+    inner = keras.Model(i, [keras.layers.Dense(2, name="inner_a")(h), keras.layers.Dense(1, name="inner_b")(h)],
+                        name="inner")
+    head = keras.Sequential([keras.Input(shape=(2,)), keras.layers.Dense(2, activation="relu", name="head_d")],
+                            name="head")
+    x = keras.Input(shape=(3,), name="x")
+    x2 = keras.Input(shape=(3,), name="x2")
+    a1, _ = inner(x)
+    a2, b2 = inner(x2)
+    out = head(keras.layers.Add(name="add")([a1, a2]))
+    m = keras.Model([x, x2], [out, b2], name="nested")
+    m.compile(optimizer="sgd", loss=["mse", "mse"])
+    m.fit([xa, xa[::-1]], [rng.random((n, 2)), rng.random((n, 1))], epochs=2, batch_size=8, verbose=0)
+    save("func_nested", m, [xa, xa[::-1].copy()])
+
+    m = keras.Sequential([keras.Input(shape=(3,), name="sx"),
+                          keras.Sequential([keras.layers.Dense(4, activation="relu", name="body_d")], name="body"),
+                          keras.layers.Dense(2, name="out_d")], name="nested_seq")
+    m.compile(optimizer="adam", loss="mse")
+    m.fit(xa, rng.random((n, 2)), epochs=2, batch_size=8, verbose=0)
+    save("func_nested_seq", m, [xa])
 
 
 if __name__ == "__main__":

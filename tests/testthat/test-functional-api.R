@@ -322,14 +322,3 @@ test_that("named outputs (Keras' dict outputs) round-trip and load from Keras", 
   expect_equal(evaluate(back, x, y, verbose = 0), evaluate(m, x, y, verbose = 0), tolerance = 1e-6)
 })
 
-test_that("nested models are a not-yet error, not a wrong model", {
-  inner <- keras_model_sequential(input_shape = 3) |> layer_dense(units = 2)
-  outer <- keras_model_sequential(input_shape = 3)
-  expect_error(outer$add(inner), class = "mirrored_not_yet_error")
-  expect_error(keras_model_sequential(input_shape = 3, layers = list(inner)), class = "mirrored_not_yet_error")
-  # A Keras file whose model holds a model.
-  cfg <- list(class_name = "Sequential", config = list(name = "outer", layers = list(
-    list(class_name = "InputLayer", config = list(batch_shape = list(NULL, 3L), dtype = "float32", name = "in")),
-    list(class_name = "Sequential", config = list(name = "inner", layers = list())))))
-  expect_error(from_config(cfg), class = "mirrored_not_yet_error")
-})

@@ -47,6 +47,30 @@ int count_vars(const H5Reader& r, const std::string& vars) {
   return static_cast<int>(kids.size());
 }
 
+// Every group under `layers` (a path ending in "layers") must be one the
+// model expects, or hold a nested model's groups (an ancestor of an expected
+// group: checked in turn), or hold no variables.
+void check_groups(const H5Reader& r, const std::string& layers,
+                  const std::set<std::string>& expected, const std::set<std::string>& ancestors,
+                  const std::string& what) {
+  for (const auto& child : r.children(layers)) {
+    const std::string path = layers + "/" + child;
+    if (ancestors.count(path)) {
+      if (r.is_group(path + "/layers"))
+        check_groups(r, path + "/layers", expected, ancestors, what);
+      continue;
+    }
+    if (expected.count(path)) continue;
+    // Groups without variables (Keras writes them for InputLayer, Dropout,
+    // ...) do not change the model; extra ones with variables do.
+    if (r.is_group(path + "/vars") && count_vars(r, path + "/vars") == 0 &&
+        !r.is_group(path + "/layers"))
+      continue;
+    fail(ErrorKind::io, what, ": holds weights for layer group '", path,
+         "', which this model does not have (a weights file from another architecture?)");
+  }
+}
+
 }  // namespace
 
 KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
@@ -56,18 +80,16 @@ KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
     fail(ErrorKind::io, what, ": no 'layers' group: not a Keras 3 weights file");
 
   // Every group under layers/ must be one the model expects, and back.
-  std::set<std::string> expected;
-  for (const auto& l : expect.layers) expected.insert(l.group);
-  for (const auto& child : r.children("layers")) {
-    const std::string path = "layers/" + child;
-    if (!expected.count(path)) {
-      // Groups without variables (Keras writes them for InputLayer, Dropout,
-      // ...) do not change the model; extra ones with variables do.
-      if (r.is_group(path + "/vars") && count_vars(r, path + "/vars") == 0) continue;
-      fail(ErrorKind::io, what, ": holds weights for layer group '", path,
-           "', which this model does not have (a weights file from another architecture?)");
-    }
+  // Nested models' groups (layers/functional/layers/dense) are checked at
+  // each level.
+  std::set<std::string> expected, ancestors;
+  for (const auto& l : expect.layers) {
+    expected.insert(l.group);
+    for (size_t at = l.group.find("/layers/"); at != std::string::npos;
+         at = l.group.find("/layers/", at + 1))
+      ancestors.insert(l.group.substr(0, at));
   }
+  check_groups(r, "layers", expected, ancestors, what);
   KerasWeightsRead out;
   for (const auto& l : expect.layers) {
     KerasWeightsFile::Layer layer{l.group, l.name, {}};

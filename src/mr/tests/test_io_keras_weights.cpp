@@ -11,10 +11,10 @@
 #include "core/error.h"
 #include "io/h5_file.h"
 #include "io/keras_weights.h"
-#include "train/model_weights.h"
 #include "tests/graphs.h"
-#include "train/model.h"
 #include "tests/test_util.h"
+#include "train/model.h"
+#include "train/model_weights.h"
 
 namespace mr {
 namespace {
@@ -207,6 +207,43 @@ TEST(KerasWeights, TruncatedAndGarbageFilesAreIoErrors) {
   const Bytes junk(100, 'j');
   EXPECT_NE(io_error([&] { H5Reader r(junk, "junk.h5"); }).find("not an HDF5 file"),
             std::string::npos);
+}
+
+// A model nested in a model: its layers' groups nest under the model's group
+// (layers/functional/layers/dense/vars/0), as Keras 3 writes them. They round
+// trip, and an unexpected group holding variables is an error at any depth.
+TEST(KerasWeights, NestedModelGroupsRoundTripAndAreCheckedAtEachLevel) {
+  Model a(mlp(3, 5, 3, 1), {DeviceSpec{}}, 1);
+  KerasWeightsLayout l;
+  l.model_name = "outer";
+  l.layers = {{"layers/input_layer", "x", -1},
+              {"layers/functional", "inner", -1},
+              {"layers/functional/layers/input_layer", "in_i", -1},
+              {"layers/functional/layers/dense", "dense", 1},
+              {"layers/functional/layers/dense_1", "dense_1", 2}};
+  const Bytes img = write_keras_weights(a, l, {}, "nested");
+  H5Reader r(img, "nested");
+  EXPECT_TRUE(r.is_group("layers/functional/vars"));
+  EXPECT_EQ(r.children("layers/functional/vars").size(), 0u);
+  EXPECT_EQ(r.dims("layers/functional/layers/dense/vars/0"), (std::vector<int64_t>{3, 5}));
+  Model b(mlp(3, 5, 3, 9), {DeviceSpec{}}, 1);
+  read_keras_weights(b, l, img, "nested", false);
+  EXPECT_EQ(a.get_params(0), b.get_params(0));
+
+  // The same file read by a model whose nested model lacks dense_1: the
+  // file's extra nested group has variables.
+  KerasWeightsLayout fewer = l;
+  fewer.layers.pop_back();
+  const std::string msg =
+      io_error([&] { read_keras_weights(b, fewer, img, "n.weights.h5", false); });
+  EXPECT_NE(msg.find("layers/functional/layers/dense_1"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("n.weights.h5"), std::string::npos) << msg;
+
+  // A flat model reading the nested file: the nested model's group holds
+  // variables (under layers/), so it is not skipped as an empty group.
+  const std::string msg2 =
+      io_error([&] { read_keras_weights(b, layout(), img, "flat.h5", false); });
+  EXPECT_NE(msg2.find("layers/"), std::string::npos) << msg2;
 }
 
 }  // namespace
