@@ -1,0 +1,336 @@
+// The CPU convolution passes on oneDNN (docs/convolution.md, "oneDNN path",
+// has the measurements). Activations are NHWC (a 1-D layer is a 2-D one with
+// in_h = 1, as in conv_geometry.h); Keras' kernel (k_h, k_w, in/groups, out_c)
+// is oneDNN's `hwio` (one group) or `hwigo` (out_c = group * out_c/groups +
+// filter). oneDNN picks its own weight layout (format_tag::any): each forward
+// and backward-data reorders the kernel into it, each backward-filter reorders
+// the gradient back into Keras' layout (a few microseconds against the 2-6x
+// the blocked kernels gain).
+//
+// Plans. A plan holds, for one geometry and a row count R, the three
+// primitives, the weight reorders, and one backend allocation with the
+// blocked kernel (forward's and backward-data's), the blocked filter
+// gradient, a user scratchpad (scratchpad_mode::user: oneDNN allocates
+// nothing when it runs) and two staging buffers of R rows (input-sized and
+// output-sized). A call with `rows` uses the plan with R == rows, else the
+// smallest plan with R > rows, else creates one with R == rows. So a
+// training loop creates its plans in its first step (a replica's slice of a
+// full batch is the largest it gets), and a later short batch (the epoch's
+// last one, or a smaller slice) runs in that plan without allocating; only a
+// call with more rows than any plan (a larger evaluation batch) creates one.
+//
+// Invariant of a short call (rows < R): the staged operands hold the call's
+// rows followed by R - rows rows of zeros, so the tail's outputs are dropped
+// and every tail term of the filter gradient is 0 * 0: dW is exactly the sum
+// over the real rows (adding +0 changes no float sum). Forward and
+// backward-data are per sample, so the padding cannot reach the real rows.
+//
+// Threads: oneDNN runs on OpenMP. Each call sets the calling replica
+// thread's OpenMP thread count to its team's size (omp_set_num_threads is
+// per calling thread, so CPU replicas on their own threads do not interfere).
+// Results are deterministic for a given thread count; they differ from the
+// im2col path by float rounding only (tests/test_conv_dnnl.cpp bounds it).
+#include "build_config.h"
+
+#if MR_WITH_DNNL
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <unordered_map>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_conv_dnnl.h"
+#include "core/error.h"
+
+namespace mr {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using Args = std::unordered_map<int, memory>;
+
+bool same_geometry(const ConvGeometry& a, const ConvGeometry& b) {
+  return a.in_h == b.in_h && a.in_w == b.in_w && a.in_c == b.in_c && a.out_h == b.out_h &&
+         a.out_w == b.out_w && a.out_c == b.out_c && a.k_h == b.k_h && a.k_w == b.k_w &&
+         a.stride_h == b.stride_h && a.stride_w == b.stride_w && a.dil_h == b.dil_h &&
+         a.dil_w == b.dil_w && a.pad_top == b.pad_top && a.pad_left == b.pad_left &&
+         a.groups == b.groups;
+}
+
+size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// Zeros after the last element so that oneDNN's output size formula,
+// (in + pad_l + pad_r - extent) / stride + 1, gives out (valid padding may
+// leave input unread at the end: pad_r 0 then).
+int64_t pad_after(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t dil, int64_t before) {
+  return std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dil + 1 - in - before);
+}
+
+}  // namespace
+
+// One geometry at R rows (see the file comment).
+struct DnnlPlan {
+  ConvGeometry g;
+  int64_t rows = 0;
+  int64_t in_floats = 0, out_floats = 0;  // per row
+  dnnl::convolution_forward fwd;
+  dnnl::convolution_backward_data bwd_data;
+  dnnl::convolution_backward_weights bwd_weights;
+  // Empty where oneDNN chose Keras' layout itself.
+  dnnl::reorder w_to_fwd, w_to_bwd, dw_to_user;
+  // Memory objects whose handles each call points at its operands.
+  memory src, dst, w_user, dw_user;
+  Args fwd_args, bwd_data_args, bwd_weights_args, w_fwd_args, w_bwd_args, dw_args;
+  DeviceBuffer storage;
+  float* stage_in = nullptr;   // R rows of the input (x or dx)
+  float* stage_out = nullptr;  // R rows of the output (y or dy)
+};
+
+class DnnlConv {
+ public:
+  explicit DnnlConv(CpuBackend& be)
+      : be_(be), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {}
+
+  DnnlPlan& plan(const ConvGeometry& g, int64_t rows);
+  CpuBackend& backend() { return be_; }
+  dnnl::stream& stream() { return stream_; }
+
+ private:
+  std::unique_ptr<DnnlPlan> create(const ConvGeometry& g, int64_t rows);
+
+  CpuBackend& be_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::vector<std::unique_ptr<DnnlPlan>> plans_;
+};
+
+void DnnlConvDelete::operator()(DnnlConv* p) const noexcept { std::default_delete<DnnlConv>()(p); }
+
+DnnlConvPtr make_dnnl_conv(CpuBackend& be) {
+  try {
+    return DnnlConvPtr(std::make_unique<DnnlConv>(be).release());
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::device, "oneDNN: cannot create a CPU engine (", e.what(), ")");
+  }
+}
+
+DnnlPlan& DnnlConv::plan(const ConvGeometry& g, int64_t rows) {
+  DnnlPlan* best = nullptr;
+  for (auto& p : plans_) {
+    if (!same_geometry(p->g, g) || p->rows < rows) continue;
+    if (best == nullptr || p->rows < best->rows) best = p.get();
+  }
+  if (best != nullptr) return *best;
+  plans_.push_back(create(g, rows));
+  return *plans_.back();
+}
+
+std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) {
+  auto p = std::make_unique<DnnlPlan>();
+  p->g = g;
+  p->rows = rows;
+  p->in_floats = g.in_h * g.in_w * g.in_c;
+  p->out_floats = g.out_h * g.out_w * g.out_c;
+  try {
+    const memory::desc src_md({rows, g.in_c, g.in_h, g.in_w}, memory::data_type::f32, Tag::nhwc);
+    const memory::desc dst_md({rows, g.out_c, g.out_h, g.out_w}, memory::data_type::f32, Tag::nhwc);
+    const bool grouped = g.groups > 1;
+    const memory::dims wdims =
+        grouped ? memory::dims{g.groups, g.out_c / g.groups, g.in_c / g.groups, g.k_h, g.k_w}
+                : memory::dims{g.out_c, g.in_c, g.k_h, g.k_w};
+    const memory::desc w_user_md(wdims, memory::data_type::f32, grouped ? Tag::hwigo : Tag::hwio);
+    const memory::desc w_any_md(wdims, memory::data_type::f32, Tag::any);
+    const memory::dims strides{g.stride_h, g.stride_w};
+    const memory::dims dilates{g.dil_h - 1, g.dil_w - 1};  // oneDNN counts the gaps
+    const memory::dims pad_l{g.pad_top, g.pad_left};
+    const memory::dims pad_r{pad_after(g.in_h, g.out_h, g.k_h, g.stride_h, g.dil_h, g.pad_top),
+                             pad_after(g.in_w, g.out_w, g.k_w, g.stride_w, g.dil_w, g.pad_left)};
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+    const dnnl::convolution_forward::primitive_desc fwd_pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, src_md, w_any_md,
+                                        dst_md, strides, dilates, pad_l, pad_r),
+        attr, engine_);
+    const dnnl::convolution_backward_data::primitive_desc bd_pd(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_md, w_any_md,
+                                              dst_md, strides, dilates, pad_l, pad_r),
+        attr, engine_, fwd_pd);
+    const dnnl::convolution_backward_weights::primitive_desc bw_pd(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_md,
+                                                 w_any_md, dst_md, strides, dilates, pad_l, pad_r),
+        attr, engine_, fwd_pd);
+    // The activations must stay NHWC (the layers' layout): oneDNN was given
+    // nhwc, not any, so it cannot have chosen otherwise.
+    MR_CHECK(fwd_pd.src_desc() == src_md && fwd_pd.dst_desc() == dst_md &&
+                 bd_pd.diff_src_desc() == src_md && bw_pd.diff_dst_desc() == dst_md,
+             internal, "oneDNN changed the activations' layout");
+
+    const memory::desc w_fwd_md = fwd_pd.weights_desc(), w_bwd_md = bd_pd.weights_desc(),
+                       dw_md = bw_pd.diff_weights_desc();
+    const bool fwd_reorder = w_fwd_md != w_user_md, bwd_reorder = w_bwd_md != w_user_md,
+               dw_reorder = dw_md != w_user_md;
+    std::vector<dnnl::reorder::primitive_desc> reorders;
+    if (fwd_reorder) reorders.emplace_back(engine_, w_user_md, engine_, w_fwd_md, attr);
+    if (bwd_reorder) reorders.emplace_back(engine_, w_user_md, engine_, w_bwd_md, attr);
+    if (dw_reorder) reorders.emplace_back(engine_, dw_md, engine_, w_user_md, attr);
+
+    // One allocation: blocked kernels, blocked gradient, scratchpad, staging.
+    size_t scratch =
+        std::max({fwd_pd.scratchpad_desc().get_size(), bd_pd.scratchpad_desc().get_size(),
+                  bw_pd.scratchpad_desc().get_size()});
+    for (const auto& r : reorders) scratch = std::max(scratch, r.scratchpad_desc().get_size());
+    const size_t w_fwd_bytes = fwd_reorder ? round64(w_fwd_md.get_size()) : 0;
+    const size_t w_bwd_bytes = bwd_reorder ? round64(w_bwd_md.get_size()) : 0;
+    const size_t dw_bytes = dw_reorder ? round64(dw_md.get_size()) : 0;
+    const size_t in_bytes = round64(sizeof(float) * rows * p->in_floats);
+    const size_t out_bytes = round64(sizeof(float) * rows * p->out_floats);
+    const size_t scratch_bytes = round64(std::max<size_t>(scratch, 1));
+    p->storage =
+        be_.allocate(w_fwd_bytes + w_bwd_bytes + dw_bytes + in_bytes + out_bytes + scratch_bytes);
+    char* base = static_cast<char*>(p->storage.get());
+    auto take = [&](size_t bytes) {
+      char* q = base;
+      base += bytes;
+      return q;
+    };
+    char* w_fwd_ptr = take(w_fwd_bytes);
+    char* w_bwd_ptr = take(w_bwd_bytes);
+    char* dw_ptr = take(dw_bytes);
+    p->stage_in = reinterpret_cast<float*>(take(in_bytes));
+    p->stage_out = reinterpret_cast<float*>(take(out_bytes));
+    const memory scratch_mem(
+        memory::desc({static_cast<memory::dim>(scratch_bytes)}, memory::data_type::u8, Tag::a),
+        engine_, take(scratch_bytes));
+
+    p->fwd = dnnl::convolution_forward(fwd_pd);
+    p->bwd_data = dnnl::convolution_backward_data(bd_pd);
+    p->bwd_weights = dnnl::convolution_backward_weights(bw_pd);
+    p->src = memory(src_md, engine_, nullptr);
+    p->dst = memory(dst_md, engine_, nullptr);
+    p->w_user = memory(w_user_md, engine_, nullptr);
+    p->dw_user = memory(w_user_md, engine_, nullptr);
+    const memory w_fwd = fwd_reorder ? memory(w_fwd_md, engine_, w_fwd_ptr) : p->w_user;
+    const memory w_bwd = bwd_reorder ? memory(w_bwd_md, engine_, w_bwd_ptr) : p->w_user;
+    const memory dw = dw_reorder ? memory(dw_md, engine_, dw_ptr) : p->dw_user;
+    size_t next = 0;
+    if (fwd_reorder) {
+      p->w_to_fwd = dnnl::reorder(reorders[next++]);
+      p->w_fwd_args = {
+          {DNNL_ARG_FROM, p->w_user}, {DNNL_ARG_TO, w_fwd}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    }
+    if (bwd_reorder) {
+      p->w_to_bwd = dnnl::reorder(reorders[next++]);
+      p->w_bwd_args = {
+          {DNNL_ARG_FROM, p->w_user}, {DNNL_ARG_TO, w_bwd}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    }
+    if (dw_reorder) {
+      p->dw_to_user = dnnl::reorder(reorders[next++]);
+      p->dw_args = {
+          {DNNL_ARG_FROM, dw}, {DNNL_ARG_TO, p->dw_user}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    }
+    p->fwd_args = {{DNNL_ARG_SRC, p->src},
+                   {DNNL_ARG_WEIGHTS, w_fwd},
+                   {DNNL_ARG_DST, p->dst},
+                   {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    p->bwd_data_args = {{DNNL_ARG_DIFF_SRC, p->src},
+                        {DNNL_ARG_WEIGHTS, w_bwd},
+                        {DNNL_ARG_DIFF_DST, p->dst},
+                        {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+    p->bwd_weights_args = {{DNNL_ARG_SRC, p->src},
+                           {DNNL_ARG_DIFF_WEIGHTS, dw},
+                           {DNNL_ARG_DIFF_DST, p->dst},
+                           {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::device, "oneDNN: cannot create the convolution primitives for ", g.in_h, "x",
+         g.in_w, "x", g.in_c, " -> ", g.out_h, "x", g.out_w, "x", g.out_c, " at ", rows, " rows (",
+         e.what(), ")");
+  }
+  return p;
+}
+
+namespace {
+
+// Copies `rows` rows of `per_row` floats into `stage` and zeros the rest of
+// its `cap` rows (the short-call invariant of the file comment).
+void stage(const float* src, int64_t rows, int64_t cap, int64_t per_row, float* stage) {
+  std::memcpy(stage, src, sizeof(float) * rows * per_row);
+  std::memset(stage + rows * per_row, 0, sizeof(float) * (cap - rows) * per_row);
+}
+
+// Runs f(), mapping oneDNN's exceptions to mr::Error.
+template <typename F>
+void guarded(DnnlConv& c, const char* op, F&& f) {
+  omp_set_num_threads(c.backend().threads());
+  try {
+    f();
+    c.stream().wait();
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::device, "oneDNN ", op, " failed: ", e.what());
+  }
+}
+
+}  // namespace
+
+void dnnl_conv_forward(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* x,
+                       const float* w, float* y) {
+  if (rows == 0) return;
+  DnnlPlan& p = c.plan(g, rows);
+  const bool short_call = rows < p.rows;
+  if (short_call) stage(x, rows, p.rows, p.in_floats, p.stage_in);
+  p.src.set_data_handle(short_call ? p.stage_in : const_cast<float*>(x));
+  p.dst.set_data_handle(short_call ? p.stage_out : y);
+  p.w_user.set_data_handle(const_cast<float*>(w));
+  guarded(c, "convolution forward", [&] {
+    if (p.w_to_fwd) p.w_to_fwd.execute(c.stream(), p.w_fwd_args);
+    p.fwd.execute(c.stream(), p.fwd_args);
+  });
+  if (short_call) std::memcpy(y, p.stage_out, sizeof(float) * rows * p.out_floats);
+}
+
+void dnnl_conv_backward_filter(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* x,
+                               const float* dy, float* dw) {
+  if (rows == 0) {
+    std::fill(dw, dw + g.k_h * g.k_w * (g.in_c / g.groups) * g.out_c, 0.0f);
+    return;
+  }
+  DnnlPlan& p = c.plan(g, rows);
+  const bool short_call = rows < p.rows;
+  if (short_call) {
+    stage(x, rows, p.rows, p.in_floats, p.stage_in);
+    stage(dy, rows, p.rows, p.out_floats, p.stage_out);
+  }
+  p.src.set_data_handle(short_call ? p.stage_in : const_cast<float*>(x));
+  p.dst.set_data_handle(short_call ? p.stage_out : const_cast<float*>(dy));
+  p.dw_user.set_data_handle(dw);
+  guarded(c, "convolution backward-filter", [&] {
+    p.bwd_weights.execute(c.stream(), p.bwd_weights_args);
+    if (p.dw_to_user) p.dw_to_user.execute(c.stream(), p.dw_args);
+  });
+}
+
+void dnnl_conv_backward_data(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* dy,
+                             const float* w, float* dx) {
+  if (rows == 0) return;
+  DnnlPlan& p = c.plan(g, rows);
+  const bool short_call = rows < p.rows;
+  if (short_call) stage(dy, rows, p.rows, p.out_floats, p.stage_out);
+  p.src.set_data_handle(short_call ? p.stage_in : dx);
+  p.dst.set_data_handle(short_call ? p.stage_out : const_cast<float*>(dy));
+  p.w_user.set_data_handle(const_cast<float*>(w));
+  guarded(c, "convolution backward-data", [&] {
+    if (p.w_to_bwd) p.w_to_bwd.execute(c.stream(), p.w_bwd_args);
+    p.bwd_data.execute(c.stream(), p.bwd_data_args);
+  });
+  if (short_call) std::memcpy(dx, p.stage_in, sizeof(float) * rows * p.in_floats);
+}
+
+}  // namespace mr
+
+#endif  // MR_WITH_DNNL
