@@ -31,11 +31,12 @@
 //
 // Threads: the passes run on the replica's ThreadTeam, each member calling
 // oneDNN with one OpenMP thread (omp_set_num_threads(1) in the member's
-// thread). Measured (docs/convolution.md): letting oneDNN thread with OpenMP
-// instead left libgomp's workers spinning after every call on the cores the
-// team's next op needed (28 ms/step against 17 for the convnet). Results are
-// deterministic for a given team size; they differ from the im2col path by
-// float rounding only (tests/test_conv_dnnl.cpp bounds it).
+// thread for the call, restored after). Measured (docs/convolution.md):
+// letting oneDNN thread with OpenMP instead left libgomp's workers spinning
+// after every call on the cores the team's next op needed (28 ms/step
+// against 17 for the convnet). Results are deterministic for a given team
+// size; they differ from the im2col path by float rounding only
+// (tests/test_conv_dnnl.cpp bounds it).
 #include "build_config.h"
 
 #if MR_WITH_DNNL
@@ -69,6 +70,18 @@ bool same_geometry(const ConvGeometry& a, const ConvGeometry& b) {
 }
 
 size_t round64(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
+// The calling thread's OpenMP thread count is 1 for the guard's lifetime.
+class OneOmpThread {
+ public:
+  OneOmpThread() : before_(omp_get_max_threads()) { omp_set_num_threads(1); }
+  ~OneOmpThread() { omp_set_num_threads(before_); }
+  OneOmpThread(const OneOmpThread&) = delete;
+  OneOmpThread& operator=(const OneOmpThread&) = delete;
+
+ private:
+  int before_;
+};
 
 // Zeros after the last element so that oneDNN's output size formula,
 // (in + pad_l + pad_r - extent) / stride + 1, gives out (valid padding may
@@ -151,7 +164,7 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
   p->in_floats = g.in_h * g.in_w * g.in_c;
   p->out_floats = g.out_h * g.out_w * g.out_c;
   // Each member runs the primitives on one OpenMP thread: made for that.
-  omp_set_num_threads(1);
+  OneOmpThread one;
   try {
     const int64_t mr = p->member_rows;
     const memory::desc src_md({mr, g.in_c, g.in_h, g.in_w}, memory::data_type::f32, Tag::nhwc);
@@ -292,9 +305,11 @@ void stage(const float* src, int64_t rows, int64_t cap, int64_t per_row, float* 
 }
 
 // Runs f() on one OpenMP thread, mapping oneDNN's exceptions to mr::Error.
+// The thread's OpenMP setting is restored after (the replica thread may be
+// R's, where other packages use OpenMP).
 template <typename F>
 void guarded(const char* op, F&& f) {
-  omp_set_num_threads(1);
+  OneOmpThread one;
   try {
     f();
   } catch (const dnnl::error& e) {
