@@ -66,5 +66,8 @@ Rcpp::List cpp_build_info() {
                             Rcpp::Named("nccl") = mr::built_with_nccl(),
                             Rcpp::Named("nccl_version") = mr::nccl_version(),
                             Rcpp::Named("cpu_flags") = std::string(MR_CPU_FLAGS),
-                            Rcpp::Named("cpu_gemm") = mr::cpu_gemm_description());
+                            Rcpp::Named("cpu_gemm") = mr::cpu_gemm_description(),
+                            // oneDNN runs the CPU convolutions when built in.
+                            Rcpp::Named("dnnl") = MR_WITH_DNNL == 1,
+                            Rcpp::Named("dnnl_version") = std::string(MR_DNNL_VERSION_STR));
 }

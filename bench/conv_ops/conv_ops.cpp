@@ -38,9 +38,15 @@ double time_ms(const std::function<void()>& fn, int reps) {
   return t[t.size() / 2];
 }
 
-// ---- mirrored's CPU backend (im2col + gemm, backends/cpu/cpu_conv.cpp) -------
-void bench_mirrored(const Geo& g, int reps) {
+// ---- mirrored's CPU backend (im2col + gemm, backends/cpu/cpu_conv.cpp, or
+// oneDNN, backends/cpu/cpu_conv_dnnl.cpp, when build_config.h says so) -------
+void bench_mirrored(const Geo& g, int reps, bool dnnl) {
   mr::CpuBackend be(0, 2);
+#if MR_WITH_DNNL
+  be.set_conv_dnnl(dnnl);
+#else
+  if (dnnl) return;
+#endif
   mr::ConvGeometry cg;
   cg.in_h = g.h;
   cg.in_w = g.w;
@@ -70,8 +76,9 @@ void bench_mirrored(const Geo& g, int reps) {
   double bwd = time_ms(
       [&] { be.conv_backward_data(cg, g.n, dy.data(), w.data(), dx.data(), col.data()); }, reps);
   std::printf(
-      "| mirrored CPU backend: im2col + gemm (NHWC, hwio) | %dx%dx%d -> %d | %.2f | %.2f | %.2f "
-      "|\n",
+      "| mirrored CPU backend: %s | %dx%dx%d -> %d | %.2f | %.2f | %.2f |\n",
+      dnnl ? "oneDNN path (weights `any` + reorders, bias ops included)"
+           : "im2col + gemm (NHWC, hwio)",
       g.h, g.w, g.c, g.f, fwd, bwd, bwf);
 }
 
@@ -155,7 +162,8 @@ int main() {
   std::printf("| implementation | conv | forward ms | backward-data ms | backward-filter ms |\n");
   std::printf("| --- | --- | ---: | ---: | ---: |\n");
   for (const Geo& g : {conv1, conv2}) {
-    bench_mirrored(g, reps);
+    bench_mirrored(g, reps, false);
+    bench_mirrored(g, reps, true);
     bench_dnnl(g, reps, false);
     bench_dnnl(g, reps, true);
   }

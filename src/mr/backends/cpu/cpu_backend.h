@@ -10,6 +10,8 @@
 #include <string>
 #include <utility>
 
+#include "backends/cpu/cpu_conv_dnnl.h"
+#include "build_config.h"
 #include "core/backend.h"
 #include "core/thread_team.h"
 
@@ -136,6 +138,26 @@ class CpuBackend : public Backend {
                          const float* var, bool invert, float* y) override;
   void normalize_columns_backward(int64_t rows, int64_t cols, const float* dy, const float* var,
                                   bool invert, float* dx) override;
+
+  // ---- oneDNN convolution (cpu_conv_dnnl.cpp) --------------------------------
+#if MR_WITH_DNNL
+ public:
+  // The backend's oneDNN plans, created at the first convolution call.
+  DnnlConv& dnnl_conv() {
+    if (!dnnl_conv_) dnnl_conv_ = make_dnnl_conv(*this);
+    return *dnnl_conv_;
+  }
+  // false routes the convolution passes to im2col + gemm (tests and
+  // benchmarks compare the two). Switch only between steps: a forward and its
+  // backward must take the same path (im2col's backward-filter reads the
+  // columns its forward left).
+  void set_conv_dnnl(bool on) { conv_dnnl_ = on; }
+  bool conv_dnnl() const { return conv_dnnl_; }
+
+ private:
+  DnnlConvPtr dnnl_conv_;
+  bool conv_dnnl_ = true;
+#endif
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -140,6 +140,9 @@ void check_geometry(const ConvGeometry& g, int64_t rows, const char* op) {
 void CpuBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w,
                               float* y, float* col) {
   check_geometry(g, rows, "conv_forward");
+#if MR_WITH_DNNL
+  if (conv_dnnl_) return dnnl_conv_forward(dnnl_conv(), g, rows, x, w, y);
+#endif
   if (rows == 0) return;
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   if (g.pointwise()) {
@@ -161,6 +164,9 @@ void CpuBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* 
 void CpuBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x,
                                       const float* dy, float* dw, float* col) {
   check_geometry(g, rows, "conv_backward_filter");
+#if MR_WITH_DNNL
+  if (conv_dnnl_) return dnnl_conv_backward_filter(dnnl_conv(), g, rows, x, dy, dw);
+#endif
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   const int64_t kg = window_floats(g);
   if (rows == 0) {
@@ -187,6 +193,9 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const
 void CpuBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
                                     const float* w, float* dx, float* col) {
   check_geometry(g, rows, "conv_backward_data");
+#if MR_WITH_DNNL
+  if (conv_dnnl_) return dnnl_conv_backward_data(dnnl_conv(), g, rows, dy, w, dx);
+#endif
   if (rows == 0) return;
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   if (g.pointwise()) {
