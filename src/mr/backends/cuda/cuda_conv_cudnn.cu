@@ -163,22 +163,30 @@ void cudnn_check(cudnnStatus_t st, const char* call, int ordinal) {
 }
 
 CudnnPlan::CudnnPlan(int ord) : ordinal(ord) {
-  MR_CUDNN_CALL(cudnnCreateTensorDescriptor(&x_desc), ordinal);
-  MR_CUDNN_CALL(cudnnCreateTensorDescriptor(&y_desc), ordinal);
-  MR_CUDNN_CALL(cudnnCreateFilterDescriptor(&w_desc), ordinal);
-  MR_CUDNN_CALL(cudnnCreateConvolutionDescriptor(&conv_desc), ordinal);
+  // A failed creation (out of host memory) frees what was made before it.
+  cudnnStatus_t st = cudnnCreateTensorDescriptor(&x_desc);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateTensorDescriptor(&y_desc);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateFilterDescriptor(&w_desc);
+  if (st == CUDNN_STATUS_SUCCESS) st = cudnnCreateConvolutionDescriptor(&conv_desc);
+  if (st != CUDNN_STATUS_SUCCESS) {
+    destroy();
+    cudnn_check(st, "cudnnCreate*Descriptor", ordinal);
+  }
 }
 
-CudnnPlan::~CudnnPlan() {
+CudnnPlan::~CudnnPlan() { destroy(); }
+
+void CudnnPlan::destroy() noexcept {
   if (conv_desc) cudnnDestroyConvolutionDescriptor(conv_desc);
   if (w_desc) cudnnDestroyFilterDescriptor(w_desc);
   if (y_desc) cudnnDestroyTensorDescriptor(y_desc);
   if (x_desc) cudnnDestroyTensorDescriptor(x_desc);
+  conv_desc = nullptr, w_desc = nullptr, y_desc = nullptr, x_desc = nullptr;
 }
 
 CudnnConv::Key CudnnConv::key_of(const ConvGeometry& g) {
-  return {g.in_h,     g.in_w,     g.in_c,  g.out_h, g.out_w,   g.out_c,    g.k_h,    g.k_w,
-          g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.pad_top, g.pad_left, g.groups, 0};
+  return {g.in_h,     g.in_w,     g.in_c,  g.out_h, g.out_w,   g.out_c,    g.k_h,   g.k_w,
+          g.stride_h, g.stride_w, g.dil_h, g.dil_w, g.pad_top, g.pad_left, g.groups};
 }
 
 CudnnConv::CudnnConv(int ordinal, cudaStream_t stream) : ordinal_(ordinal) {
@@ -234,8 +242,8 @@ size_t CudnnConv::prepare(const ConvGeometry& g, int64_t max_rows, bool tf32) {
 size_t CudnnConv::replan(bool tf32) {
   size_t need = 0;
   for (auto& kv : plans_) {
+    if (!kv.second || kv.second->max_rows <= 0) continue;  // not made, or never usable
     CudnnPlan& p = *kv.second;
-    if (p.max_rows <= 0) continue;
     ConvGeometry g;
     const Key& k = kv.first;
     g.in_h = k[0], g.in_w = k[1], g.in_c = k[2], g.out_h = k[3], g.out_w = k[4], g.out_c = k[5];
@@ -248,7 +256,7 @@ size_t CudnnConv::replan(bool tf32) {
 
 CudnnPlan* CudnnConv::ready(const ConvGeometry& g, int64_t rows, size_t bytes) {
   const auto it = plans_.find(key_of(g));
-  if (it == plans_.end()) return nullptr;
+  if (it == plans_.end() || !it->second) return nullptr;
   CudnnPlan& p = *it->second;
   if (!p.usable || rows < 1 || rows > p.max_rows) return nullptr;
   if (p.set_rows != rows || p.checked_bytes != bytes) {

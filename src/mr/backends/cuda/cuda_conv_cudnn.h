@@ -45,6 +45,7 @@ struct CudnnPlan {
   ~CudnnPlan();
   CudnnPlan(const CudnnPlan&) = delete;
   CudnnPlan& operator=(const CudnnPlan&) = delete;
+  void destroy() noexcept;
 
   int ordinal;
   cudnnTensorDescriptor_t x_desc = nullptr, y_desc = nullptr;
@@ -62,7 +63,7 @@ struct CudnnPlan {
 
 class CudnnConv {
  public:
-  using Key = std::array<int64_t, 16>;
+  using Key = std::array<int64_t, 15>;
   static Key key_of(const ConvGeometry& g);
 
   CudnnConv(int ordinal, cudaStream_t stream);
