@@ -13,6 +13,10 @@ cpp_built_with_nccl <- function() {
     .Call(`_mirrored_cpp_built_with_nccl`)
 }
 
+cpp_built_with_cudnn <- function() {
+    .Call(`_mirrored_cpp_built_with_cudnn`)
+}
+
 cpp_cuda_device_count <- function() {
     .Call(`_mirrored_cpp_cuda_device_count`)
 }

@@ -1,18 +1,21 @@
 #' What this build of mirrored can use
 #'
-#' `built_with_cuda()` and `built_with_nccl()` tell whether the package was
-#' compiled with the CUDA backend and with NCCL (configure finds them at
-#' install time; see the package's `configure` for `CUDA_HOME`,
-#' `MIRRORED_CUDA` and `NCCL_HOME`). `cuda_device_count()` is the number of
+#' `built_with_cuda()`, `built_with_nccl()` and `built_with_cudnn()` tell
+#' whether the package was compiled with the CUDA backend, with NCCL and with
+#' cuDNN (configure finds them at install time; see the package's `configure`
+#' for `CUDA_HOME`, `MIRRORED_CUDA`, `NCCL_HOME`, `CUDNN_HOME` and
+#' `MIRRORED_CUDNN`). With cuDNN, GPU convolutions run through it; without,
+#' as im2col and cuBLAS. `cuda_device_count()` is the number of
 #' CUDA GPUs this process can see: 0 in a CPU-only build and on machines
 #' without a driver or a GPU. `cuda_is_available()` is `TRUE` when the package
 #' was built with CUDA and at least one GPU is visible.
 #'
-#' @return `built_with_cuda()`, `built_with_nccl()` and `cuda_is_available()`
-#'   return a single logical; `cuda_device_count()` a single integer.
+#' @return `built_with_cuda()`, `built_with_nccl()`, `built_with_cudnn()` and
+#'   `cuda_is_available()` return a single logical; `cuda_device_count()` a single integer.
 #' @examples
 #' built_with_cuda()
 #' built_with_nccl()
+#' built_with_cudnn()
 #' cuda_device_count()
 #' if (cuda_is_available()) {
 #'   message("training can run on ", cuda_device_count(), " GPU(s)")
@@ -32,6 +35,12 @@ built_with_cuda <- function() {
 #' @export
 built_with_nccl <- function() {
   cpp_built_with_nccl()
+}
+
+#' @rdname build-info
+#' @export
+built_with_cudnn <- function() {
+  cpp_built_with_cudnn()
 }
 
 #' @rdname build-info

@@ -48,6 +48,16 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_built_with_cudnn
+bool cpp_built_with_cudnn();
+RcppExport SEXP _mirrored_cpp_built_with_cudnn() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(cpp_built_with_cudnn());
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_cuda_device_count
 int cpp_cuda_device_count();
 RcppExport SEXP _mirrored_cpp_cuda_device_count() {
@@ -796,6 +806,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_activation", (DL_FUNC) &_mirrored_cpp_activation, 7},
     {"_mirrored_cpp_built_with_cuda", (DL_FUNC) &_mirrored_cpp_built_with_cuda, 0},
     {"_mirrored_cpp_built_with_nccl", (DL_FUNC) &_mirrored_cpp_built_with_nccl, 0},
+    {"_mirrored_cpp_built_with_cudnn", (DL_FUNC) &_mirrored_cpp_built_with_cudnn, 0},
     {"_mirrored_cpp_cuda_device_count", (DL_FUNC) &_mirrored_cpp_cuda_device_count, 0},
     {"_mirrored_cpp_cuda_devices", (DL_FUNC) &_mirrored_cpp_cuda_devices, 0},
     {"_mirrored_cpp_cuda_memory", (DL_FUNC) &_mirrored_cpp_cuda_memory, 1},

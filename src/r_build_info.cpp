@@ -12,6 +12,9 @@ bool cpp_built_with_cuda() { return mr::built_with_cuda(); }
 // [[Rcpp::export]]
 bool cpp_built_with_nccl() { return mr::built_with_nccl(); }
 
+// [[Rcpp::export]]
+bool cpp_built_with_cudnn() { return mr::built_with_cudnn(); }
+
 namespace {
 Rcpp::List cuda_devices_list() {
   const std::vector<mr::GpuInfo> gpus = mr::cuda_devices();
@@ -65,6 +68,8 @@ Rcpp::List cpp_build_info() {
                             Rcpp::Named("cuda_version") = mr::cuda_runtime_version(),
                             Rcpp::Named("nccl") = mr::built_with_nccl(),
                             Rcpp::Named("nccl_version") = mr::nccl_version(),
+                            Rcpp::Named("cudnn") = mr::built_with_cudnn(),
+                            Rcpp::Named("cudnn_version") = mr::cudnn_version(),
                             Rcpp::Named("cpu_flags") = std::string(MR_CPU_FLAGS),
                             Rcpp::Named("cpu_gemm") = mr::cpu_gemm_description(),
                             // oneDNN runs the CPU convolutions when built in.

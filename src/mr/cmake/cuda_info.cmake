@@ -12,6 +12,9 @@
 #              cudart and cuBLAS,
 #              and NCCL when found (NCCL_HOME, the CUDA toolkit, system paths;
 #              MR_NCCL=OFF to leave it out).
+#              cuDNN likewise when found (CUDNN_HOME, the CUDA toolkit, system
+#              paths; MR_CUDNN=OFF or MIRRORED_CUDNN=0 in the environment to
+#              leave it out): GPU convolutions then run through cuDNN.
 # Architectures: MR_CUDA_ARCHITECTURES (default "80-real;90": SASS for sm_80 and
 # sm_90 plus PTX for compute_90, as configure's default for the R build).
 #
@@ -26,6 +29,9 @@ set(MR_WITH_CUDA 0)
 set(MR_WITH_NCCL 0)
 set(MR_CUDA_VERSION "")
 set(MR_NCCL_VERSION_STR "")
+option(MR_CUDNN "Use cuDNN for GPU convolutions when MR_CUDA is ON and cuDNN is found" ON)
+set(MR_WITH_CUDNN 0)
+set(MR_CUDNN_VERSION_STR "")
 
 if(MR_CUDA)
   # Same search order as configure: CUDA_HOME, nvcc on PATH, /usr/local/cuda.
@@ -90,6 +96,39 @@ if(MR_CUDA)
       message(STATUS "mirrored: NCCL not found (set NCCL_HOME); multi-GPU all-reduce without NCCL")
     endif()
   endif()
+  # cuDNN (optional; same search order as configure).
+  if(MR_CUDNN AND NOT "$ENV{MIRRORED_CUDNN}" STREQUAL "0")
+    find_path(MR_CUDNN_INCLUDE_DIR cudnn.h
+      HINTS "$ENV{CUDNN_HOME}/include" ${CUDAToolkit_INCLUDE_DIRS})
+    find_library(MR_CUDNN_LIBRARY cudnn
+      HINTS "$ENV{CUDNN_HOME}/lib64" "$ENV{CUDNN_HOME}/lib" "${CUDAToolkit_LIBRARY_DIR}")
+    if(MR_CUDNN_INCLUDE_DIR AND MR_CUDNN_LIBRARY AND EXISTS "${MR_CUDNN_INCLUDE_DIR}/cudnn_version.h")
+      file(STRINGS "${MR_CUDNN_INCLUDE_DIR}/cudnn_version.h" _mr_cudnn_defs
+        REGEX "^#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) +[0-9]+")
+      set(_mr_cudnn_parts "")
+      foreach(_part MAJOR MINOR PATCHLEVEL)
+        foreach(_line ${_mr_cudnn_defs})
+          if(_line MATCHES "^#define CUDNN_${_part} +([0-9]+)")
+            list(APPEND _mr_cudnn_parts "${CMAKE_MATCH_1}")
+          endif()
+        endforeach()
+      endforeach()
+      string(REPLACE ";" "." MR_CUDNN_VERSION_STR "${_mr_cudnn_parts}")
+      if(MR_CUDNN_VERSION_STR VERSION_GREATER_EQUAL 8)
+        set(MR_WITH_CUDNN 1)
+        target_include_directories(mr_core PUBLIC "${MR_CUDNN_INCLUDE_DIR}")
+        target_link_libraries(mr_core PUBLIC "${MR_CUDNN_LIBRARY}")
+        message(STATUS "mirrored: cuDNN ${MR_CUDNN_VERSION_STR} (${MR_CUDNN_LIBRARY})")
+      else()
+        message(STATUS "mirrored: cuDNN ${MR_CUDNN_VERSION_STR} too old (needs 8); GPU convolutions run as im2col + cuBLAS")
+        set(MR_CUDNN_VERSION_STR "")
+      endif()
+    else()
+      message(STATUS "mirrored: cuDNN not found (set CUDNN_HOME); GPU convolutions run as im2col + cuBLAS")
+    endif()
+  else()
+    message(STATUS "mirrored: cuDNN disabled; GPU convolutions run as im2col + cuBLAS")
+  endif()
   message(STATUS "mirrored: CUDA ${MR_CUDA_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
 endif()
 
@@ -115,6 +154,8 @@ file(CONFIGURE OUTPUT "${MR_GENERATED_DIR}/build_config.h" CONTENT [=[
 #define MR_NCCL_VERSION_STR "@MR_NCCL_VERSION_STR@"
 #define MR_WITH_DNNL @MR_WITH_DNNL@
 #define MR_DNNL_VERSION_STR "@MR_DNNL_VERSION_STR@"
+#define MR_WITH_CUDNN @MR_WITH_CUDNN@
+#define MR_CUDNN_VERSION_STR "@MR_CUDNN_VERSION_STR@"
 #define MR_CPU_FLAGS "@MR_CPU_FLAGS@"
 ]=] @ONLY)
 target_include_directories(mr_core BEFORE PUBLIC "${MR_GENERATED_DIR}")

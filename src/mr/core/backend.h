@@ -389,6 +389,21 @@ class Backend {
   virtual void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) = 0;
   virtual void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy,
                                  float* dx) = 0;
+  // ---- convolution engines (issue 12: cuDNN on the GPU) ----------------------
+  // Called when a model's buffers are sized (Executor::reserve, never inside a
+  // step) for every convolution it will run, with the most rows one pass of it
+  // will get. A backend whose convolutions need resources of their own
+  // (cuDNN's descriptors, algorithms and workspace) creates and sizes them
+  // here, so that the conv_* ops allocate nothing. Optional: unprepared
+  // convolutions (or rows > max_rows) run the im2col path, which needs only
+  // `col`. The CPU backend has nothing to prepare.
+  virtual void prepare_conv(const ConvGeometry& /*g*/, int64_t /*max_rows*/) {}
+  // The implementation the conv_* ops use for (g, rows): "gemm" (pointwise),
+  // "im2col" or "cudnn". All three passes of one (g, rows) take the same
+  // path (forward's columns feed backward-filter on the im2col path).
+  virtual std::string conv_path(const ConvGeometry& g, int64_t /*rows*/) {
+    return g.pointwise() ? "gemm" : "im2col";
+  }
 
  private:
   WaitLimits limits_;

@@ -27,6 +27,10 @@ bool built_with_nccl();
 std::string cuda_runtime_version();
 // "2.28.9" for an NCCL build (the library loaded), "" otherwise.
 std::string nccl_version();
+// Whether GPU convolutions can run through cuDNN (a CUDA build that found
+// it), and its version ("9.19.0", the library loaded; "" without it).
+bool built_with_cudnn();
+std::string cudnn_version();
 // 0 without CUDA, without a driver or without a device; throws
 // Error(device) for any other CUDA failure.
 int cuda_device_count();

@@ -8,6 +8,8 @@ bool built_with_cuda() { return false; }
 bool built_with_nccl() { return false; }
 std::string cuda_runtime_version() { return ""; }
 std::string nccl_version() { return ""; }
+bool built_with_cudnn() { return false; }
+std::string cudnn_version() { return ""; }
 int cuda_device_count() { return 0; }
 std::vector<GpuInfo> cuda_devices() { return {}; }
 

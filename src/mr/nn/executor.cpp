@@ -43,6 +43,10 @@ void Executor::reserve(int64_t rows) {
     if (graph_.node(i).shares >= 0) shared = std::max(shared, graph_.param_floats(i));
   param_scratch_ = shared > 0 ? take(shared) : -1;
   work_ = be_.allocate(static_cast<size_t>(total) * sizeof(float));
+  // Backend resources the layers' ops need (cuDNN plans and workspace), made
+  // here so that no step allocates them.
+  for (int i = 0; i < graph_.size(); ++i)
+    if (!graph_.node(i).inputs.empty()) graph_.layer(i).prepare(be_, graph_.in_shapes(i), rows);
   capacity_ = rows;
 }
 

@@ -97,6 +97,11 @@ class Layer {
   // The layer's Keras config (the "config" member of its entry in a .keras
   // file), every option written out as Keras' get_config() does.
   virtual Json config() const = 0;
+  // Called when the executor sizes its buffers for batches of up to max_rows
+  // (outside any step): a layer whose ops need backend resources made ahead
+  // of the step (Backend::prepare_conv) asks for them here.
+  virtual void prepare(Backend& /*be*/, const std::vector<Shape>& /*in*/,
+                       int64_t /*max_rows*/) const {}
 };
 
 }  // namespace mr

@@ -103,6 +103,8 @@ class PinnedRing {
   int64_t host_allocs_ = 0;
 };
 
+class CudnnConv;  // cuda_conv_cudnn.h: cuDNN's handle, plans and workspace
+
 class CudaBackend final : public Backend {
  public:
   // index: the logical GPU ("gpu:<index>"); ordinal: the CUDA device.
@@ -256,6 +258,30 @@ class CudaBackend final : public Backend {
   // word's top bit (kIndexStatusTag), and check_status() names the index;
   // this is the input_dim of the last embedding lookup, for the message.
   int64_t status_input_dim_ = 0;
+
+  // ---- cuDNN convolutions (cuda_conv_cudnn.cu; issue 12) --------------------
+  // With cuDNN (MR_WITH_CUDNN), prepare_conv() makes a plan per convolution
+  // geometry (descriptors, deterministic algorithms, workspace sized for
+  // max_rows) and the conv_* ops run through cuDNN when a plan covers their
+  // (g, rows); otherwise, and in builds without cuDNN, they run im2col.
+ public:
+  void prepare_conv(const ConvGeometry& g, int64_t max_rows) override;
+  std::string conv_path(const ConvGeometry& g, int64_t rows) override;
+
+ private:
+  // Each runs its pass through cuDNN and returns true, or returns false
+  // (nothing issued) when no plan covers (g, rows): the caller runs im2col.
+  bool cudnn_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w, float* y);
+  bool cudnn_backward_filter(const ConvGeometry& g, int64_t rows, const float* x, const float* dy,
+                             float* dw);
+  bool cudnn_backward_data(const ConvGeometry& g, int64_t rows, const float* dy, const float* w,
+                           float* dx);
+  // set_tf32() changed the math mode: the plans choose their algorithms again.
+  void cudnn_math_changed();
+  bool tf32_ = false;
+  // Null without cuDNN. Declared last: its workspace goes back to the
+  // allocator before the allocator dies (~CudaBackend resets it first).
+  std::unique_ptr<CudnnConv> cudnn_;
 };
 
 namespace cuda {

@@ -4,6 +4,9 @@
 // kernel's (k_h, k_w, c) order, zeros where a window reads padding.
 // col2im is a gather (each dx element sums the column entries that read it,
 // in (k_h, k_w) order): no atomics, so results repeat bit for bit.
+// A geometry that prepare_conv() planned for cuDNN runs there instead
+// (cuda_conv_cudnn.cu); pointwise convolutions stay a single cuBLAS gemm.
+// The three passes of one (g, rows) always take the same path.
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 
@@ -82,6 +85,7 @@ void CudaBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float*
     gemm(false, false, m, f, g.in_c, 1.0f, x, g.in_c, w, f, 0.0f, y, f);
     return;
   }
+  if (cudnn_forward(g, rows, x, w, y)) return;
   const int64_t kg = g.k_h * g.k_w * (g.in_c / g.groups);
   im2col_kernel<<<cuda::blocks_for(m * kg * g.groups, 65535), cuda::kThreads, 0, stream_>>>(g, rows,
                                                                                             x, col);
@@ -100,6 +104,7 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, cons
     fill(kg * f, dw, 0.0f);
     return;
   }
+  if (!g.pointwise() && cudnn_backward_filter(g, rows, x, dy, dw)) return;
   const float* a = g.pointwise() ? x : col;  // forward left the columns in col
   for (int64_t grp = 0; grp < g.groups; ++grp)
     gemm(true, false, kg, fg, m, 1.0f, a + grp * m * kg, kg, dy + grp * fg, f, 0.0f, dw + grp * fg,
@@ -115,6 +120,7 @@ void CudaBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const 
     gemm(false, true, m, g.in_c, f, 1.0f, dy, f, w, f, 0.0f, dx, g.in_c);
     return;
   }
+  if (cudnn_backward_data(g, rows, dy, w, dx)) return;
   const int64_t kg = g.k_h * g.k_w * (g.in_c / g.groups);
   for (int64_t grp = 0; grp < g.groups; ++grp)
     gemm(false, true, m, kg, fg, 1.0f, dy + grp * fg, f, w + grp * fg, f, 0.0f, col + grp * m * kg,

@@ -9,12 +9,30 @@
 #if MR_WITH_NCCL
 #include <nccl.h>
 #endif
+#if MR_WITH_CUDNN
+#include <cudnn.h>
+#endif
 
 namespace mr {
 
 bool built_with_cuda() { return true; }
 
 bool built_with_nccl() { return MR_WITH_NCCL != 0; }
+
+bool built_with_cudnn() { return MR_WITH_CUDNN != 0; }
+
+std::string cudnn_version() {
+#if MR_WITH_CUDNN
+  // cuDNN 9 encodes major*10000 + minor*100 + patch, cuDNN 8 major*1000 +
+  // minor*100 + patch.
+  const size_t v = cudnnGetVersion();
+  const size_t major = v >= 10000 ? v / 10000 : v / 1000;
+  const size_t minor = v >= 10000 ? (v % 10000) / 100 : (v % 1000) / 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
+#else
+  return "";
+#endif
+}
 
 std::string cuda_runtime_version() {
   int v = 0;

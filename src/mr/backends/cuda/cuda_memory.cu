@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_conv_cudnn.h"
 #include "backends/cuda/cuda_event.h"
 #include "core/device_info.h"
 #include "core/error.h"
@@ -183,6 +184,9 @@ CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordin
   // 256 rows, 32 KB), so that no step allocates them.
   reduction_scratch(4096);
   MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
+#if MR_WITH_CUDNN
+  cudnn_ = std::make_unique<CudnnConv>(ordinal_, stream_);
+#endif
 }
 
 CudaBackend::~CudaBackend() {
@@ -191,6 +195,7 @@ CudaBackend::~CudaBackend() {
   // memory the GPU may still use.
   if (!drain_noexcept()) return;
   if (blas_) cublasDestroy(blas_);
+  cudnn_.reset();  // its handle and workspace (back to the allocator)
   // Buffers this backend still owns go back to the allocator (members), then
   // the allocator frees everything; the stream must be gone last.
   status_.reset();
@@ -208,6 +213,10 @@ void CudaBackend::set_tf32(bool on) {
   use_device(ordinal_);
   MR_CUBLAS_CALL(cublasSetMathMode(blas_, on ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
                  ordinal_);
+  if (tf32_ != on) {
+    tf32_ = on;
+    cudnn_math_changed();
+  }
 }
 
 const StepScalars* CudaBackend::stage_scalars(const StepScalars& s) {

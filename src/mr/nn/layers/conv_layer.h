@@ -87,6 +87,10 @@ class ConvLayer : public Layer {
     if (a.d_in[0] != nullptr) a.be.conv_backward_data(g, a.rows, dz, a.params[0], a.d_in[0], col);
   }
 
+  void prepare(Backend& be, const std::vector<Shape>& in, int64_t max_rows) const override {
+    be.prepare_conv(geometry(in), max_rows);
+  }
+
   Json config() const override {
     Json c = base_config(name_);
     c["filters"] = filters_;
