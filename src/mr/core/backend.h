@@ -396,10 +396,10 @@ class Backend {
   // (cuDNN's descriptors, algorithms and workspace) creates and sizes them
   // here, so that the conv_* ops allocate nothing. Optional: unprepared
   // convolutions (or rows > max_rows) run the im2col path, which needs only
-  // `col`. The CPU backend has nothing to prepare.
+  // `col`. The CPU backend prepares its oneDNN plans here when it has them.
   virtual void prepare_conv(const ConvGeometry& /*g*/, int64_t /*max_rows*/) {}
   // The implementation the conv_* ops use for (g, rows): "gemm" (pointwise),
-  // "im2col" or "cudnn". All three passes of one (g, rows) take the same
+  // "im2col", "onednn" (CPU) or "cudnn". All three passes of one (g, rows) take the same
   // path (forward's columns feed backward-filter on the im2col path).
   virtual std::string conv_path(const ConvGeometry& g, int64_t /*rows*/) {
     return g.pointwise() ? "gemm" : "im2col";

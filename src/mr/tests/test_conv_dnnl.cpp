@@ -136,13 +136,23 @@ TEST(ConvDnnl, PassesMatchIm2colAtFullShortAndEmptyBatches) {
   }
 }
 
-TEST(ConvDnnl, ShortBatchesAfterTheFirstAllocateNothing) {
+// prepare_conv() (what Executor::reserve calls) makes the plan: no pass
+// allocates afterwards, the first one included, for any batch up to the
+// prepared size; an unprepared backend makes it at its first pass.
+TEST(ConvDnnl, PreparedPassesAllocateNothing) {
   const ConvGeometry g = geometry({13, 13, 8, 16, 3, 3, 1, 1, 1, 1, 1, true});
   CpuBackend be(0, 2);
-  run(be, g, 9);
+  EXPECT_EQ(be.conv_path(g, 9), "onednn");
+  const int64_t fresh = be.system_allocations();
+  be.prepare_conv(g, 9);
   const int64_t before = be.system_allocations();
+  EXPECT_GT(before, fresh);
   for (int64_t rows : {9, 5, 1, 0, 9}) run(be, g, rows);
   EXPECT_EQ(be.system_allocations(), before);
+  CpuBackend lazy(0, 2);
+  const int64_t lazy_before = lazy.system_allocations();
+  run(lazy, g, 9);
+  EXPECT_GT(lazy.system_allocations(), lazy_before);
 }
 
 #endif  // MR_WITH_DNNL

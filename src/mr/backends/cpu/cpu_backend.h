@@ -114,6 +114,11 @@ class CpuBackend : public Backend {
                          const float* dy, float* dx) override;
   void avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) override;
   void avg_pool_backward(const ConvGeometry& g, int64_t rows, const float* dy, float* dx) override;
+  // With oneDNN: makes the geometry's plan for up to max_rows rows now (the
+  // executor calls it when it sizes its workspace), so that no step, the
+  // first included, creates one.
+  void prepare_conv(const ConvGeometry& g, int64_t max_rows) override;
+  std::string conv_path(const ConvGeometry& g, int64_t rows) override;
 
   ThreadTeam& team() { return team_; }
 

@@ -137,6 +137,22 @@ void check_geometry(const ConvGeometry& g, int64_t rows, const char* op) {
 
 }  // namespace
 
+void CpuBackend::prepare_conv(const ConvGeometry& g, int64_t max_rows) {
+#if MR_WITH_DNNL
+  if (conv_dnnl_) dnnl_conv_prepare(dnnl_conv(), g, max_rows);
+#else
+  (void)g;
+  (void)max_rows;
+#endif
+}
+
+std::string CpuBackend::conv_path(const ConvGeometry& g, int64_t rows) {
+#if MR_WITH_DNNL
+  if (conv_dnnl_) return "onednn";
+#endif
+  return Backend::conv_path(g, rows);
+}
+
 void CpuBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w,
                               float* y, float* col) {
   check_geometry(g, rows, "conv_forward");

@@ -155,6 +155,10 @@ DnnlPlan& DnnlConv::plan(const ConvGeometry& g, int64_t rows) {
   return *plans_.back();
 }
 
+void dnnl_conv_prepare(DnnlConv& c, const ConvGeometry& g, int64_t max_rows) {
+  if (max_rows > 0) c.plan(g, max_rows);
+}
+
 std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) {
   auto p = std::make_unique<DnnlPlan>();
   const int members = be_.threads();

@@ -20,6 +20,10 @@ using DnnlConvPtr = std::unique_ptr<DnnlConv, DnnlConvDelete>;
 
 DnnlConvPtr make_dnnl_conv(CpuBackend& be);
 
+// Creates the plan for g at up to max_rows rows unless one exists (outside
+// the steps: Backend::prepare_conv).
+void dnnl_conv_prepare(DnnlConv& c, const ConvGeometry& g, int64_t max_rows);
+
 // The three passes with core/backend.h's contract (x, y NHWC; w in Keras'
 // (k_h, k_w, in/groups, out_c) layout). rows may be 0.
 void dnnl_conv_forward(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* x,
