@@ -35,9 +35,10 @@ timer <- callback_lambda(
 h <- model |> fit(x, y, batch_size = 128, epochs = 2, callbacks = list(timer), verbose = 0)
 steps <- h$params$steps
 info <- mirrored:::cpp_build_info()
+math <- paste0(info$cpu_gemm, if (isTRUE(info$dnnl)) paste0("; convolutions: oneDNN ", info$dnnl_version))
 cat(sprintf(paste0('{"peer": "mirrored", "version": "%s", "blas": "%s", "threads": %d, "ftz": true, ',
                    '"epoch_s": [%.4f, %.4f], "ms_per_step_epoch1": %.4f, "ms_per_step_epoch2": %.4f, ',
                    '"final_loss": %.4f, "final_acc": %.4f}\n'),
-            format(utils::packageVersion("mirrored")), info$cpu_gemm, parallel::detectCores(),
+            format(utils::packageVersion("mirrored")), math, parallel::detectCores(),
             epoch_s[1], epoch_s[2], 1000 * epoch_s[1] / steps, 1000 * epoch_s[2] / steps,
             h$metrics$loss[2], h$metrics$accuracy[2]))
