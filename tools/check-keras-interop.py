@@ -65,7 +65,7 @@ writeLines(as.character(c(f$optimizer$iterations, s$optimizer$iterations)), file
 # Models of issue 12's layers, built and trained by mirrored: a residual CNN
 # (Conv2D, BatchNormalization, Add, pooling), a 1-D convnet with the shape,
 # normalization and activation layers, and a two-input, two-output model with
-# a shared layer. Each writes <name>.keras, its inputs <name>_x<k>.csv (rows,
+# a shared layer, and models nested as layers. Each writes <name>.keras, its inputs <name>_x<k>.csv (rows,
 # flattened) with their per-sample shapes and mirrored's predictions
 # <name>_pred<k>.csv.
 R_LAYERS = r"""
@@ -126,6 +126,18 @@ xa <- matrix(runif(64 * 6), 64); xb <- matrix(runif(64 * 6), 64)
 ycls <- to_categorical(sample(0:2, 64, replace = TRUE), 3)
 fit(m, list(xa, xb), list(matrix(rowSums(xa - xb), 64), ycls), epochs = 2, batch_size = 16, verbose = 0)
 write_io("multi_io_shared", m, list(xa, xb))
+# Models nested as layers: a functional model called on a tensor and a
+# sequential model called on its output.
+inner_in <- keras_input(shape = 4)
+inner <- keras_model(inner_in, inner_in |> layer_dense(3, activation = "relu") |> layer_dense(2), name = "inner")
+tail_seq <- keras_model_sequential(input_shape = 2, name = "tail", layers = list(layer_dense(units = 2)))
+x_in <- keras_input(shape = 4)
+h <- inner(x_in)
+m <- keras_model(x_in, layer_add(list(h, tail_seq(h))))
+m |> compile(optimizer = "adam", loss = "mse")
+x <- matrix(runif(32 * 4), 32)
+fit(m, x, matrix(runif(64), 32), epochs = 2, batch_size = 8, verbose = 0)
+write_io("nested_models", m, list(x))
 """
 
 failures = []
@@ -212,7 +224,7 @@ def check_layer_models(keras, np):
     with open(rfile, "w") as f:
         f.write(R_LAYERS)
     subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
-    for name in ["residual_cnn", "conv1d_shapes", "multi_io_shared"]:
+    for name in ["residual_cnn", "conv1d_shapes", "multi_io_shared", "nested_models"]:
         xs, k = [], 1
         while os.path.exists(os.path.join(tmp, f"{name}_x{k}.csv")):
             shape = [int(v) for v in open(os.path.join(tmp, f"{name}_x{k}_shape.txt")).read().split()]
