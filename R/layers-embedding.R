@@ -17,15 +17,15 @@
 #' @param embeddings_initializer Initializer object or name (default
 #'   `"uniform"`: uniform on \[-0.05, 0.05\], as Keras), see
 #'   [initializer_glorot_uniform()].
-#' @param embeddings_regularizer,embeddings_constraint,activity_regularizer
-#'   Not supported yet (they come with training parity): `NULL`, or a
-#'   `mirrored_not_yet_error`.
+#' @param embeddings_regularizer,embeddings_constraint Not supported yet
+#'   (they come with training parity): `NULL`, or a `mirrored_not_yet_error`.
 #' @param mask_zero Whether index 0 is padding to mask out downstream.
 #'   `TRUE` is not supported until mirrored has masking (a
 #'   `mirrored_not_yet_error`).
 #' @param weights,lora_rank,lora_alpha Not supported yet: `NULL`.
-#' @param ... `name`, `input_shape` and, as in Keras 3, a deprecated
-#'   `input_length` (ignored, with a warning).
+#' @param ... `name`, `input_shape`, `activity_regularizer` (not supported
+#'   yet: `NULL`, or a `mirrored_not_yet_error`) and, as in Keras 3, a
+#'   deprecated `input_length` (ignored, with a warning).
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers
 #' @seealso [layer_dense()]

@@ -11,8 +11,8 @@ namespace {
 
 // The outputs along one axis whose window (k elements from o*s - pad) holds
 // input index i: [lo, hi).
-__device__ void covering(int64_t i, int64_t k, int64_t s, int64_t pad, int64_t out, int64_t* lo,
-                         int64_t* hi) {
+__device__ __forceinline__ void covering(int64_t i, int64_t k, int64_t s, int64_t pad, int64_t out,
+                                         int64_t* lo, int64_t* hi) {
   const int64_t t = i + pad;  // o*s <= t < o*s + k
   int64_t a = t - k + 1;
   a = a <= 0 ? 0 : (a + s - 1) / s;
