@@ -19,6 +19,17 @@
     return layer;                                                              \
   }
 
+// The same for a layer class that several Keras classes share (Maximum and
+// Minimum, the padding and cropping layers, ...): Keras class `cls` is
+// Type(ConfigReader&, <the remaining arguments>).
+#define MR_REGISTER_SHARED_LAYER(cls, Type, ...)                               \
+  std::unique_ptr<Layer> make_layer_##cls(const Json& config, uint64_t seed) { \
+    ConfigReader r(#cls, config, seed);                                        \
+    auto layer = std::make_unique<Type>(r, __VA_ARGS__);                       \
+    r.finish();                                                                \
+    return layer;                                                              \
+  }
+
 namespace mr {
 
 inline void expect_inputs(const std::string& who, const std::vector<Shape>& in, size_t n) {

@@ -4,23 +4,6 @@
 
 namespace mr {
 
-namespace {
-
-class UpSampling2D final : public Layer {
- public:
-  explicit UpSampling2D(ConfigReader& r) : impl_(r, "UpSampling2D") {}
-  const char* class_name() const override { return impl_.class_name(); }
-  Shape output_shape(const std::vector<Shape>& in) const override { return impl_.output_shape(in); }
-  void forward(const ForwardArgs& a) const override { impl_.forward(a); }
-  void backward(const BackwardArgs& a) const override { impl_.backward(a); }
-  Json config() const override { return impl_.config(); }
-
- private:
-  UpSampling<2> impl_;
-};
-
-}  // namespace
-
-MR_REGISTER_LAYER(UpSampling2D, UpSampling2D)
+MR_REGISTER_SHARED_LAYER(UpSampling2D, UpSampling<2>, "UpSampling2D")
 
 }  // namespace mr

@@ -4,23 +4,6 @@
 
 namespace mr {
 
-namespace {
-
-class ZeroPadding1D final : public Layer {
- public:
-  explicit ZeroPadding1D(ConfigReader& r) : impl_(r, "ZeroPadding1D", true, 1, true) {}
-  const char* class_name() const override { return impl_.class_name(); }
-  Shape output_shape(const std::vector<Shape>& in) const override { return impl_.output_shape(in); }
-  void forward(const ForwardArgs& a) const override { impl_.forward(a); }
-  void backward(const BackwardArgs& a) const override { impl_.backward(a); }
-  Json config() const override { return impl_.config(); }
-
- private:
-  SpatialWindow<1> impl_;
-};
-
-}  // namespace
-
-MR_REGISTER_LAYER(ZeroPadding1D, ZeroPadding1D)
+MR_REGISTER_SHARED_LAYER(ZeroPadding1D, SpatialWindow<1>, "ZeroPadding1D", true, 1, true)
 
 }  // namespace mr

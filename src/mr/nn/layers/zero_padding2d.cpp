@@ -4,23 +4,6 @@
 
 namespace mr {
 
-namespace {
-
-class ZeroPadding2D final : public Layer {
- public:
-  explicit ZeroPadding2D(ConfigReader& r) : impl_(r, "ZeroPadding2D", true, 1, true) {}
-  const char* class_name() const override { return impl_.class_name(); }
-  Shape output_shape(const std::vector<Shape>& in) const override { return impl_.output_shape(in); }
-  void forward(const ForwardArgs& a) const override { impl_.forward(a); }
-  void backward(const BackwardArgs& a) const override { impl_.backward(a); }
-  Json config() const override { return impl_.config(); }
-
- private:
-  SpatialWindow<2> impl_;
-};
-
-}  // namespace
-
-MR_REGISTER_LAYER(ZeroPadding2D, ZeroPadding2D)
+MR_REGISTER_SHARED_LAYER(ZeroPadding2D, SpatialWindow<2>, "ZeroPadding2D", true, 1, true)
 
 }  // namespace mr
