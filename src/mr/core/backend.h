@@ -213,7 +213,8 @@ class Backend {
   // ---- dropout ----------------------------------------------------------------
   // mask[i] = 0 or 1/(1-rate), drawn from Philox keyed by (seed, step, stream,
   // row_offset*cols + i) so that the mask of a global row does not depend on
-  // which replica computes it; y = x * mask.
+  // which replica computes it; y = x * mask where mask != 0, else exactly 0 (a
+  // dropped NaN gives 0, as TensorFlow's dropout selects).
   // The step comes from the device-resident block `s` (core/step_scalars.h).
   virtual void dropout_forward(int64_t rows, int64_t cols, float rate, uint64_t seed,
                                const StepScalars* s, uint32_t stream, int64_t row_offset,
@@ -344,13 +345,14 @@ class Backend {
   // destination positions must be distinct (no two i write the same float).
   // An empty box does nothing. Implementations: cpu_strided.cpp, cuda_strided.cu.
   virtual void strided_copy(const StridedCopy& c, const float* src, float* dst) = 0;
-  // out = is_max ? (a >= b ? a : b) : (a <= b ? a : b), element-wise; out may alias a or b.
+  // out = is_max ? (a >= b ? a : b) : (a <= b ? a : b), element-wise, NaN when a or b
+  // is NaN (TensorFlow's maximum / minimum); out may alias a or b.
   virtual void extremum(int64_t n, bool is_max, const float* a, const float* b, float* out) = 0;
   // The gradient of y = max (or min) of inputs x_0, x_1, .. for one input x_k,
   // called for k = 0, 1, .. in order with `taken` zeroed before k = 0: the
   // gradient goes to the first input equal to y. Element-wise:
   //   hit = taken == 0 && x == y;  dx = hit ? dy : 0 (dx null: not written);
-  //   taken = (taken != 0 || x == y) ? 1 : 0.
+  //   taken = (taken != 0 || x == y) ? 1 : 0, where NaN == NaN counts as equal.
   virtual void extremum_grad(int64_t n, const float* x, const float* y, const float* dy,
                              float* taken, float* dx) = 0;
   // Keras' l2_normalize over each row of a rows x cols view (Dot's normalize):
@@ -378,8 +380,11 @@ class Backend {
   virtual void conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
                                   const float* w, float* dx, float* col) = 0;
   // Pooling over windows of k_h x k_w elements of each channel (out_c == in_c).
-  // Max: the largest real element; its backward gives dy to the first
-  // element of the window (row-major window order) equal to y, recomputed
+  // Max: the largest real element, NaN when the window holds a NaN (as
+  // TensorFlow's reduce_max, GlobalMaxPooling and cuDNN's NaN-propagating mode;
+  // TensorFlow's CPU MaxPool kernel alone skips NaNs); its backward gives dy
+  // to the first element of the window (row-major window order) equal to y
+  // (NaN counting as equal to NaN), recomputed
   // from x and y (deterministic; overlapping windows add in output order).
   // Average: the mean over the window's real (unpadded) elements, as
   // TensorFlow's "same" padding does. Backward writes dx (not accumulated).

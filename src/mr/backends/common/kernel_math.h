@@ -265,8 +265,11 @@ MR_HD float hard_sigmoid(float x) { return relu6(x + 3.0f) * (1.0f / 6.0f); }
 MR_HD float act_value(Activation act, float x, const ActivationParams& p) {
   switch (act) {
     case Activation::relu: {
-      // Keras' relu(x, negative_slope, max_value, threshold).
+      // Keras' relu(x, negative_slope, max_value, threshold). A NaN stays
+      // NaN (relu, clip and the negative part all keep it) except with a
+      // threshold and no slope, where Keras selects 0 (where(x > t, x, 0)).
       const float a = param_alpha(act, p);
+      if (x != x) return p.threshold != 0.0f && a == 0.0f ? 0.0f : x;
       const float pos = x > p.threshold ? (x < p.max_value ? x : p.max_value) : 0.0f;
       return x < p.threshold && a != 0.0f ? pos + a * (x - p.threshold) : pos;
     }
@@ -315,9 +318,10 @@ MR_HD float act_grad(Activation act, float x, float y, const ActivationParams& p
     case Activation::gelu:
       return gelu_grad(x);
     case Activation::elu:
-      return x > 0.0f ? 1.0f : param_alpha(act, p) * expf(x);
+      // x <= 0 (not !(x > 0)): at a NaN input TensorFlow's EluGrad passes dy.
+      return x <= 0.0f ? param_alpha(act, p) * expf(x) : 1.0f;
     case Activation::selu:
-      return x > 0.0f ? kSeluScale : kSeluScale * kSeluAlpha * expf(x);
+      return x <= 0.0f ? kSeluScale * kSeluAlpha * expf(x) : kSeluScale;
     case Activation::silu: {
       const float s = sigmoid(x);
       return s * (1.0f + x * (1.0f - s));

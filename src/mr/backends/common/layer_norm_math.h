@@ -23,7 +23,7 @@ MR_HD float backward(float g, float xhat, float inv, float mean_g, float mean_gu
 // Keras' Normalization divisor: max(sqrt(var), epsilon = 1e-7).
 MR_HD float feature_scale(float var) {
   const float s = sqrtf(var);
-  return s > 1e-7f ? s : 1e-7f;
+  return s > 1e-7f || s != s ? s : 1e-7f;  // a NaN variance stays NaN
 }
 
 // Whether an embedding index stored as a float names a row of 0..input_dim-1.

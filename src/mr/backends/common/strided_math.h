@@ -49,7 +49,9 @@ MR_HD float strided_sum(const StridedCopy& c, const float* src) {
   return acc;
 }
 
+// NaN when a or b is NaN (TensorFlow's maximum / minimum).
 MR_HD float extremum_of(bool is_max, float a, float b) {
+  if (a != a || b != b) return a != a ? a : b;
   return is_max ? (a >= b ? a : b) : (a <= b ? a : b);
 }
 

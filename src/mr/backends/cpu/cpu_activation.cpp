@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "backends/common/kernel_math.h"
+#include "backends/common/nan_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -101,7 +102,8 @@ void CpuBackend::activation_forward(Activation act, int64_t rows, int64_t cols, 
       return;
     case Activation::relu:
       cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
-        for (int64_t i = b; i < e; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+        // x < 0 ? 0 : x keeps a NaN (TensorFlow's relu returns NaN for NaN).
+        for (int64_t i = b; i < e; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
       });
       return;
     case Activation::sigmoid:
@@ -207,7 +209,7 @@ void CpuBackend::dropout_forward(int64_t rows, int64_t cols, float rate, uint64_
         const int64_t i = static_cast<int64_t>(g - base);
         const float m = RandomStream::uniform_of(words[w]) >= rate ? scale : 0.0f;
         mask[i] = m;
-        y[i] = x[i] * m;
+        y[i] = nanmath::dropout_value(x[i], m);
       }
     }
   });

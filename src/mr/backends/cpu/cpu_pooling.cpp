@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/common/nan_math.h"
 #include "backends/common/pool_math.h"
 #include "backends/cpu/cpu_backend.h"
 
@@ -37,7 +38,7 @@ void CpuBackend::max_pool_forward(const ConvGeometry& g, int64_t rows, const flo
       for (int64_t iy = w.y0; iy < w.y1; ++iy)
         for (int64_t ix = w.x0; ix < w.x1; ++ix) {
           const float* xi = x + ((n * g.in_h + iy) * g.in_w + ix) * c;
-          for (int64_t k = 0; k < c; ++k) yo[k] = xi[k] > yo[k] ? xi[k] : yo[k];
+          for (int64_t k = 0; k < c; ++k) yo[k] = nanmath::max_nan(yo[k], xi[k]);
         }
     });
   });
@@ -71,13 +72,13 @@ void CpuBackend::max_pool_backward(const ConvGeometry& g, int64_t rows, const fl
             float* __restrict di = dx + i;
             if (disjoint) {
               for (int64_t k = 0; k < cb; ++k) {
-                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && xi[k] == yo[k]);
+                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
                 di[k] = hit ? dyo[k] : 0.0f;
                 done[k] |= hit;
               }
             } else {
               for (int64_t k = 0; k < cb; ++k) {
-                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && xi[k] == yo[k]);
+                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
                 di[k] += hit ? dyo[k] : 0.0f;
                 done[k] |= hit;
               }

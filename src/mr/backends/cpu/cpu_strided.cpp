@@ -1,6 +1,7 @@
 // The shape and merge ops on the CPU: strided_copy (permutes, windows,
 // repeats and their adjoint sums) and the element-wise max / min of merge
 // layers with their first-hit gradient. Index arithmetic: common/strided_math.h.
+#include "backends/common/nan_math.h"
 #include "backends/common/strided_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
@@ -34,7 +35,7 @@ void CpuBackend::extremum_grad(int64_t n, const float* x, const float* y, const 
                                float* taken, float* dx) {
   cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
-      const bool eq = x[i] == y[i];
+      const bool eq = nanmath::same_or_nan(x[i], y[i]);
       if (dx != nullptr) dx[i] = taken[i] == 0.0f && eq ? dy[i] : 0.0f;
       taken[i] = taken[i] != 0.0f || eq ? 1.0f : 0.0f;
     }

@@ -5,6 +5,7 @@
 #include <cfloat>
 
 #include "backends/common/kernel_math.h"
+#include "backends/common/nan_math.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -19,7 +20,7 @@ __global__ void act_forward_kernel(Activation act, int64_t n, const float* x, fl
     const float v = x[i];
     switch (act) {
       case Activation::relu:
-        y[i] = v > 0.0f ? v : 0.0f;
+        y[i] = v < 0.0f ? 0.0f : v;  // keeps a NaN, as TensorFlow's relu
         break;
       case Activation::sigmoid:
         y[i] = kmath::sigmoid(v);
@@ -178,7 +179,7 @@ __global__ void dropout_kernel(uint64_t base, int64_t n, float rate, float scale
       const uint64_t i = g - base;
       const float m = RandomStream::uniform_of(words[w]) >= rate ? scale : 0.0f;
       mask[i] = m;
-      y[i] = x[i] * m;
+      y[i] = nanmath::dropout_value(x[i], m);
     }
   }
 }

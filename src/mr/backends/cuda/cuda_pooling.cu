@@ -2,6 +2,7 @@
 // thread per output element forward and one per input element backward (a
 // gather over the outputs whose window holds it, in output order): no
 // atomics, so results repeat bit for bit. Windows: backends/common/pool_math.h.
+#include "backends/common/nan_math.h"
 #include "backends/common/pool_math.h"
 #include "backends/cuda/cuda_backend.h"
 
@@ -33,7 +34,7 @@ __global__ void pool_forward_kernel(ConvGeometry g, int64_t rows, bool is_max,
     for (int64_t iy = w.y0; iy < w.y1; ++iy)
       for (int64_t ix = w.x0; ix < w.x1; ++ix) {
         const float v = x[((n * g.in_h + iy) * g.in_w + ix) * c + ch];
-        acc = is_max ? (v > acc ? v : acc) : acc + v;
+        acc = is_max ? nanmath::max_nan(acc, v) : acc + v;
       }
     y[i] = is_max ? acc : acc * (1.0f / static_cast<float>(w.count()));
   }
@@ -63,7 +64,7 @@ __global__ void pool_backward_kernel(ConvGeometry g, int64_t rows, bool is_max,
         bool first = false, found = false;
         for (int64_t wy = w.y0; wy < w.y1 && !found; ++wy)
           for (int64_t wx = w.x0; wx < w.x1 && !found; ++wx)
-            if (x[((n * g.in_h + wy) * g.in_w + wx) * c + ch] == y[o]) {
+            if (nanmath::same_or_nan(x[((n * g.in_h + wy) * g.in_w + wx) * c + ch], y[o])) {
               found = true;
               first = wy == iy && wx == ix;
             }

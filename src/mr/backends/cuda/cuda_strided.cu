@@ -1,6 +1,7 @@
 // CUDA backend: the shape and merge ops (strided_copy, extremum and its
 // gradient). One thread per destination element; index arithmetic and the
 // order of the sums are common/strided_math.h's, shared with the CPU.
+#include "backends/common/nan_math.h"
 #include "backends/common/strided_math.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
@@ -29,7 +30,7 @@ __global__ void extremum_grad_kernel(int64_t n, const float* x, const float* y, 
                                      float* taken, float* dx) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
-    const bool eq = x[i] == y[i];
+    const bool eq = nanmath::same_or_nan(x[i], y[i]);
     if (dx != nullptr) dx[i] = taken[i] == 0.0f && eq ? dy[i] : 0.0f;
     taken[i] = taken[i] != 0.0f || eq ? 1.0f : 0.0f;
   }
