@@ -15,7 +15,7 @@ std::vector<int64_t> r_dims(SEXP x) {
   return d;
 }
 
-std::vector<float> to_row_major(SEXP x, const std::string& what) {
+std::vector<float> to_row_major(SEXP x, const std::string& what, bool finite_only) {
   const std::vector<int64_t> dims = r_dims(x);
   std::vector<float> out(static_cast<size_t>(Rf_xlength(x)));
   const int type = TYPEOF(x);
@@ -23,7 +23,7 @@ std::vector<float> to_row_major(SEXP x, const std::string& what) {
     const double* v = REAL(x);
     row_major_walk(dims, [&](int64_t rm, int64_t cm) {
       const double d = v[cm];
-      if (!std::isfinite(d))
+      if (finite_only && !std::isfinite(d))
         mr::fail(mr::ErrorKind::value, "`", what, "` must not contain NA, NaN or Inf (found ", d,
                  " at position ", cm + 1, ")");
       out[static_cast<size_t>(rm)] = static_cast<float>(d);

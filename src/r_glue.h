@@ -60,7 +60,11 @@ std::vector<int64_t> r_dims(SEXP x);
 // An R numeric/integer/logical array with n = dims[0] samples to row-major
 // float32 (n x prod(dims[-1])). NA or non-finite values throw mr::Error (value)
 // naming `what`.
-std::vector<float> to_row_major(SEXP x, const std::string& what);
+// finite_only: NA, NaN and Inf are errors (data); false lets NaN and Inf
+// through (weights: Keras' set_weights() takes them, and a model whose weights
+// are NaN then logs a NaN loss). NA of an integer or logical array is always
+// an error.
+std::vector<float> to_row_major(SEXP x, const std::string& what, bool finite_only = true);
 
 // Row-major floats of `shape` (leading dim included) to an R double array.
 Rcpp::NumericVector from_row_major(const float* data, const std::vector<int64_t>& shape);

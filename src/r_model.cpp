@@ -145,7 +145,7 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
         Rf_setAttrib(tmp, R_DimSymbol, R_NilValue);
         src = tmp;
       }
-      const std::vector<float> v = mr_glue::to_row_major(src, "weights");
+      const std::vector<float> v = mr_glue::to_row_major(src, "weights", false);
       std::copy(v.begin(), v.end(), (order[k].trainable ? flat : state).begin() + p.offset);
     }
     m->set_params(flat);
