@@ -73,8 +73,8 @@ void check_all(Ops& o) {
   for (Activation act :
        {Activation::relu, Activation::sigmoid, Activation::tanh, Activation::gelu, Activation::elu,
         Activation::selu, Activation::silu, Activation::leaky_relu, Activation::relu6,
-        Activation::softplus, Activation::softsign, Activation::hard_sigmoid,
-        Activation::hard_silu, Activation::exponential, Activation::mish, Activation::linear}) {
+        Activation::softplus, Activation::softsign, Activation::hard_sigmoid, Activation::hard_silu,
+        Activation::exponential, Activation::mish, Activation::linear}) {
     const std::vector<float> y = act_forward(o, act, x);
     EXPECT_TRUE(std::isnan(y[0])) << "activation " << static_cast<int>(act);
     EXPECT_TRUE(std::isfinite(y[1]) && std::isfinite(y[2])) << static_cast<int>(act);

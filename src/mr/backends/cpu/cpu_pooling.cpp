@@ -72,13 +72,15 @@ void CpuBackend::max_pool_backward(const ConvGeometry& g, int64_t rows, const fl
             float* __restrict di = dx + i;
             if (disjoint) {
               for (int64_t k = 0; k < cb; ++k) {
-                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
+                const uint8_t hit =
+                    static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
                 di[k] = hit ? dyo[k] : 0.0f;
                 done[k] |= hit;
               }
             } else {
               for (int64_t k = 0; k < cb; ++k) {
-                const uint8_t hit = static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
+                const uint8_t hit =
+                    static_cast<uint8_t>(done[k] == 0 && nanmath::same_or_nan(xi[k], yo[k]));
                 di[k] += hit ? dyo[k] : 0.0f;
                 done[k] |= hit;
               }
