@@ -44,8 +44,9 @@ CallbackBase <- R6::R6Class("Callback",
 #' Methods are R6 methods: inside them `self` is the callback instance (with
 #' fields `self$model`, the model being trained, and `self$params`, the named
 #' list `list(verbose, epochs, steps)`), `private` its private environment and
-#' `super` the parent class. `self$model$stop_training <- TRUE` stops `fit()`
-#' after the current epoch.
+#' `super` the parent class. `self$model$stop_training <- TRUE` stops `fit()`:
+#' set in a training batch method, after that batch (the epoch then ends as
+#' usual, as in Keras); set in an epoch method, after that epoch.
 #'
 #' Like keras3, `epoch` and `batch` are **1-based**: the first epoch is `1`
 #' (the absolute epoch number, so with `initial_epoch = 3` the first call gets

@@ -43,13 +43,14 @@ class RHooks final : public mr::LoopHooks {
   void on_batch_end(int64_t batch, const std::vector<double>& logs) override {
     if (Rf_isNull(batch_end_)) return;
     Rcpp::Function fn(batch_end_);
-    fn(static_cast<double>(batch), named(logs));
+    note_stop(fn(static_cast<double>(batch), named(logs)));
   }
   double progress_interval() const override { return Rf_isNull(progress_) ? 0.0 : interval_; }
   void on_progress(int64_t done, const std::vector<double>& logs) override {
     Rcpp::Function fn(progress_);
-    fn(static_cast<double>(done), named(logs));
+    note_stop(fn(static_cast<double>(done), named(logs)));
   }
+  bool stop_requested() const override { return stop_; }
   bool interrupted() override {
     const auto now = std::chrono::steady_clock::now();
     if (std::chrono::duration<double>(now - last_poll_).count() < 0.02) return false;
@@ -58,6 +59,10 @@ class RHooks final : public mr::LoopHooks {
   }
 
  private:
+  // The R hooks return TRUE when the model's stop_training was set.
+  void note_stop(SEXP r) {
+    stop_ = stop_ || (Rf_isLogical(r) && Rf_xlength(r) == 1 && LOGICAL(r)[0] == TRUE);
+  }
   Rcpp::NumericVector named(const std::vector<double>& logs) const {
     Rcpp::NumericVector v(logs.begin(), logs.end());
     if (static_cast<R_xlen_t>(logs.size()) == names_.size()) v.attr("names") = names_;
@@ -67,6 +72,7 @@ class RHooks final : public mr::LoopHooks {
   double interval_;
   Rcpp::CharacterVector names_;
   std::chrono::steady_clock::time_point last_poll_;
+  bool stop_ = false;
 };
 
 Rcpp::List result_list(const mr::LoopResult& r, const std::vector<std::string>& names) {

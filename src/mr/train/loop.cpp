@@ -60,6 +60,7 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
     // The first batch always reports: Keras times steps from the end of step 1.
     if (progress.due(last || res.batches == 1))
       hooks.on_progress(res.batches, model.read_metrics());
+    if (!last && train && hooks.stop_requested()) break;
     if (!last && (stop || hooks.interrupted())) {
       res.interrupted = true;
       break;

@@ -26,6 +26,10 @@ class LoopHooks {
   virtual void on_progress(int64_t /*batches_done*/, const std::vector<double>& /*logs*/) {}
   // Polled between steps; true stops the loop at the step boundary.
   virtual bool interrupted() { return false; }
+  // Read after on_batch_end / on_progress: true when a callback asked
+  // training to stop (Keras' model.stop_training, e.g. TerminateOnNaN), which
+  // ends the epoch after this step (not an interrupt: the epoch's logs stand).
+  virtual bool stop_requested() const { return false; }
 };
 
 struct LoopResult {
