@@ -19,7 +19,8 @@
 #' @param y Targets: class indices (0-based) for sparse losses, else an
 #'   array; for a model of several outputs a list of them in output order or
 #'   named by output.
-#' @param ... Unused.
+#' @param ... Must be empty: an unknown argument is an error (as in keras3,
+#'   whose Python methods reject unknown keywords).
 #' @param batch_size Samples per global batch (default 32).
 #' @param epochs Index of the last epoch to train.
 #' @param callbacks A list of callbacks (see [callback_early_stopping()]).
@@ -64,6 +65,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
                                validation_batch_size = NULL, validation_freq = 1L,
                                verbose = getOption("keras.verbose", default = "auto"),
                                view_metrics = getOption("keras.view_metrics", default = "auto")) {
+  check_dots_empty(list(...), "fit", names(formals(fit.mirrored_model)))
   model <- object
   require_compiled(model)
   check_model_strategy(model)
@@ -102,27 +104,32 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   initial_epoch <- pos$initial_epoch
   if (!is.null(data$seed) && !identical(pos$data_seed, data$seed)) train <- data$remake(pos$data_seed)
   note_fit_start(model, pos$data_seed)
-  for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
-    cbl$on_epoch_begin(epoch, list())
-    skip <- if (epoch == initial_epoch) pos$skip else 0L
-    src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
-    ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
-    res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
-                                   if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
-                                   ehooks$begin, ehooks$end, ehooks$progress, 0.05))
-    if (res$interrupted) {
-      model$history <- history$history()
-      signal_interrupt()
+  # An interrupt (Ctrl-C) can arrive while R code runs (the progress bar of
+  # verbose = 1, a callback) as well as inside a step: either way the model
+  # keeps the history of the epochs finished so far.
+  withCallingHandlers(interrupt = function(e) model$history <- history$history(),
+    for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
+      cbl$on_epoch_begin(epoch, list())
+      skip <- if (epoch == initial_epoch) pos$skip else 0L
+      src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
+      ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
+      res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
+                                     if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
+                                     ehooks$begin, ehooks$end, ehooks$progress, 0.05))
+      if (res$interrupted) {
+        model$history <- history$history()
+        signal_interrupt()
+      }
+      note_epoch_done(model, epoch)
+      logs <- as.list(res$logs)
+      if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
+        vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
+        logs[paste0("val_", names(vlogs))] <- vlogs
+      }
+      logs <- cbl$on_epoch_end(epoch, logs)
+      if (isTRUE(model$stop_training)) break
     }
-    note_epoch_done(model, epoch)
-    logs <- as.list(res$logs)
-    if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
-      vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
-      logs[paste0("val_", names(vlogs))] <- vlogs
-    }
-    logs <- cbl$on_epoch_end(epoch, logs)
-    if (isTRUE(model$stop_training)) break
-  }
+  )
   cbl$on_train_end(logs)
   # Nested model objects receive what the outer model learned.
   sync_nested_weights(model)
@@ -154,6 +161,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL,
                                     verbose = getOption("keras.verbose", default = "auto"),
                                     sample_weight = NULL, steps = NULL, callbacks = NULL) {
+  check_dots_empty(list(...), "evaluate", names(formals(evaluate.mirrored_model)))
   model <- object
   require_compiled(model)
   check_model_strategy(model)
@@ -193,6 +201,7 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
 predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
                                    verbose = getOption("keras.verbose", default = "auto"),
                                    steps = NULL, callbacks = NULL) {
+  check_dots_empty(list(...), "predict", names(formals(predict.mirrored_model)))
   model <- object
   check_model_strategy(model)
   if (!missing(x) && is_dataset(x)) check_dataset_call(batch_size, NULL, "x")
@@ -305,15 +314,34 @@ run_evaluation <- function(model, data, max_batches, cbl) {
 # callback defines them, progress only when a progress bar draws.
 # `offset`: batches of the epoch skipped before the loop starts (a resumed
 # epoch), so that callbacks and the progress bar see the epoch's numbering.
+# In training, the hooks return TRUE once a callback set the model's
+# `stop_training`: the C++ loop then ends the epoch after that step, as Keras
+# does. callback_terminate_on_nan() watches the logs at each progress report
+# (at most every 0.05 s and at the epoch's end), when the loop reads the
+# metrics anyway, so it costs no per-step device sync.
 loop_hooks <- function(cbl, kind, offset = 0L) {
   begin <- end <- progress <- NULL
+  training <- kind == "train"
+  stopping <- function() training && isTRUE(cbl$model$stop_training)
   if (kind != "predict" && cbl$wants_batch_events(kind)) {
     on_begin <- cbl[[paste0("on_", kind, "_batch_begin")]]
     on_end <- cbl[[paste0("on_", kind, "_batch_end")]]
     begin <- function(batch) on_begin(batch + 1 + offset, list())
-    end <- function(batch, logs) on_end(batch + 1 + offset, as.list(logs))
+    end <- function(batch, logs) {
+      on_end(batch + 1 + offset, as.list(logs))
+      stopping()
+    }
   }
-  if (cbl$wants_progress_updates()) progress <- function(done, logs) cbl$update(done + offset, as.list(logs))
+  watchers <- if (training) Filter(function(cb) inherits(cb, "TerminateOnNaN"), cbl$callbacks) else list()
+  bar <- cbl$wants_progress_updates()
+  if (bar || length(watchers)) {
+    progress <- function(done, logs) {
+      logs <- as.list(logs)
+      if (bar) cbl$update(done + offset, logs)
+      for (cb in watchers) cb$check_logs(done + offset, logs)
+      stopping()
+    }
+  }
   list(begin = begin, end = end, progress = progress)
 }
 

@@ -13,7 +13,7 @@
 #'   outputs a list with one entry (a list of metrics, or `NULL`) per output,
 #'   or a named list by output name. Logs are named as Keras 3 names them:
 #'   `loss` (the weighted total), `<output>_loss`, `<output>_<metric>`.
-#' @param ... Unused.
+#' @param ... Must be empty: an unknown argument is an error (as in keras3).
 #' @param loss_weights Weights of the outputs' losses in the total loss (a
 #'   list or vector in output order, or named by output; default 1 each).
 #' @param weighted_metrics Not supported yet (must be `NULL`).
@@ -34,6 +34,7 @@
 compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, metrics = NULL, ...,
                                    loss_weights = NULL, weighted_metrics = NULL, run_eagerly = FALSE,
                                    steps_per_execution = 1L, jit_compile = "auto", auto_scale_loss = TRUE) {
+  check_dots_empty(list(...), "compile", names(formals(compile.mirrored_model)))
   if (is.null(loss)) abort_value("{.arg loss} is required: give a loss object or name.")
   check_unsupported(weighted_metrics = weighted_metrics)
   check_model_strategy(object)
