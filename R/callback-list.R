@@ -27,14 +27,14 @@ callback_list <- function(callbacks = NULL, model = NULL, params = list()) {
   if (is.null(callbacks)) callbacks <- list()
   if (is_callback(callbacks)) callbacks <- list(callbacks)
   if (!is.list(callbacks)) {
-    abort_arg("callbacks", "a list of callbacks", callbacks)
+    abort_arg("callbacks", "a list of callbacks", callbacks, call = user_call() %||% environment())
   }
   for (i in seq_along(callbacks)) {
     if (!is_callback(callbacks[[i]])) {
       cli::cli_abort(
         c("{.arg callbacks} must be a list of callbacks (objects created by {.fn Callback}, {.fn callback_lambda} or a {.code callback_*()} function).",
           x = "Element {i} is {describe_value(callbacks[[i]])}."),
-        class = c("mirrored_value_error", "mirrored_error")
+        class = c("mirrored_value_error", "mirrored_error"), call = user_call() %||% environment()
       )
     }
   }

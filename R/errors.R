@@ -7,15 +7,20 @@
 # mirrored_value_error, so callers that catch value errors still do).
 
 abort_kind <- function(kind, message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  call <- call  # forced here, in this frame: see rlang_caller()
+  call <- user_facing_call(call)
   cli::cli_abort(message, ..., class = c(paste0("mirrored_", kind, "_error"), "mirrored_error"),
                  call = call, .envir = .envir)
 }
 
 abort_value <- function(message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  call <- call  # forced here, in this frame: see rlang_caller()
   abort_kind("value", message, ..., call = call, .envir = .envir)
 }
 
 abort_not_yet <- function(message, ..., call = rlang_caller(), .envir = parent.frame()) {
+  call <- call  # forced here, in this frame: see rlang_caller()
+  call <- user_facing_call(call)
   cli::cli_abort(message, ..., class = c("mirrored_not_yet_error", "mirrored_value_error", "mirrored_error"),
                  call = call, .envir = .envir)
 }
@@ -34,12 +39,44 @@ check_not_yet_null <- function(args, call = sys.call(-1)) {
 }
 
 # The function that called the function that raises: the user-facing call.
+# It counts frames from where it is evaluated, so the abort_*() functions
+# force their `call` argument first thing, by evaluating it in their own
+# frame (a promise forced later, inside cli or inside a function such as
+# force(), would name an internal: maybe_missing(), vapply()).
 rlang_caller <- function() sys.call(-2)
+
+# The call an error shows: a function the user can call. An S3 method's
+# frame shows the method's name (`compile.mirrored_model()`): it becomes the
+# generic the user called (`compile()`). Any other call that is not one of
+# the package's exports (an internal helper, a base function such as
+# lapply(), an R6 method `object$set_weights()`) is replaced by the user's
+# call found on the stack (user_call()). NULL stays NULL.
+user_facing_call <- function(call) {
+  if (is.null(call)) return(NULL)
+  if (is.call(call) && is.symbol(call[[1]])) {
+    fn <- as.character(call[[1]])
+    generic <- sub("\\.(mirrored_[a-z_]+|keras_training_history)$", "", fn)
+    if (!identical(generic, fn)) {
+      call[[1]] <- as.symbol(generic)
+      return(call)
+    }
+    if (fn %in% getNamespaceExports(topenv(environment(user_facing_call)))) return(call)
+  }
+  user_call() %||% call
+}
+
+user_facing_call_head <- function(call) {
+  if (is.call(call) && is.symbol(call[[1]])) {
+    call[[1]] <- as.symbol(sub("\\.(mirrored_[a-z_]+|keras_training_history)$", "", as.character(call[[1]])))
+  }
+  call
+}
 
 # Runs a call into the C++ core; an error from the core (message prefixed
 # "[mirrored:<kind>] " by src/r_glue.h) is re-raised as a classed condition.
 # This is the one translation point between core errors and R conditions.
 with_core <- function(expr, call = sys.call(-1)) {
+  call <- user_facing_call(call)
   tryCatch(expr, error = function(e) {
     msg <- conditionMessage(e)
     m <- regmatches(msg, regexec("^\\[mirrored:([a-z]+)\\] (.*)$", msg))[[1]]

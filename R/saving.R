@@ -102,10 +102,10 @@ write_delay_ms <- function() {
 }
 
 write_atomic <- function(path, bytes) {
-  with_core(cpp_write_file_atomic(path.expand(path), bytes, write_delay_ms()), call = NULL)
+  with_core(cpp_write_file_atomic(path.expand(path), bytes, write_delay_ms()), call = user_call())
 }
 
-read_bytes <- function(path) with_core(cpp_read_file(path.expand(path), 2^40), call = NULL)
+read_bytes <- function(path) with_core(cpp_read_file(path.expand(path), 2^40), call = user_call())
 
 json_bytes <- function(x) charToRaw(enc2utf8(with_core(cpp_json_serialize(x), call = NULL)))
 
