@@ -27,6 +27,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
     # The core model, created on first use.
     ptr = function() {
       if (is.null(private$.ptr)) private$build_core()
+      if (is_null_pointer(private$.ptr)) abort_restored_model(self$name)
       private$.ptr
     },
     is_built = function() !is.null(private$.ptr),
@@ -37,10 +38,12 @@ MirroredModel <- R6::R6Class("mirrored_model",
       invisible(self)
     },
     graph = function() private$.graph,
-    get_weights = function() with_core(cpp_model_get_weights(self$ptr())),
+    get_weights = function() with_core(cpp_model_get_weights(self$ptr()), call = user_call()),
     set_weights = function(weights) {
-      if (!is.list(weights)) abort_value("{.arg weights} must be a list of arrays, not {describe(weights)}.")
-      with_core(cpp_model_set_weights(self$ptr(), weights))
+      if (!is.list(weights)) {
+        abort_value("{.arg weights} must be a list of arrays, not {describe(weights)}.", call = user_call())
+      }
+      with_core(cpp_model_set_weights(self$ptr(), weights), call = user_call())
       invisible(self)
     },
     print = function(...) {
