@@ -205,7 +205,7 @@ dataset_prefetch <- function(dataset, buffer_size = -1L) {
 #' @export
 dataset_map <- function(dataset, map_func, num_parallel_calls = NULL, name = NULL) {
   check_dataset(dataset)
-  fn <- as_map_function(map_func)
+  fn <- map_reporting_shapes(as_map_function(map_func), sys.call())
   label <- paste0("map(map_func = ", paste(deparse(map_func, width.cutoff = 500L), collapse = " "), ")")
   if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
   new_dataset(with_core(cpp_dataset_map_r(dataset$ptr, fn, label)))
