@@ -65,7 +65,8 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 #' the machine's cores. Device names may be written `"/cpu:0"`, `"cpu:0"`,
 #' `"CPU:0"` or `"/device:CPU:0"` (likewise for GPUs).
 #'
-#' @param devices Character vector of devices. `NULL`: all GPUs when there
+#' @param devices Character vector of devices, or a list of device names
+#'   (`list("/cpu:0", "/cpu:1")`, as written for Python). `NULL`: all GPUs when there
 #'   are any, else one CPU.
 #' @param cross_device_ops How gradients are all-reduced: `NULL` (choose),
 #'   `"nccl"`, `"hierarchical_copy"`, `"reduce_to_one_device"`, or one of the
@@ -93,8 +94,14 @@ mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL) {
       if (built_with_cuda()) "no GPU is available, so one CPU replica" else
         "this build has no CUDA, so one CPU replica"
   } else {
+    # tf$distribute$MirroredStrategy(devices = list("/cpu:0", "/cpu:1")), as
+    # R users write Python's list: a list of single strings is the same.
+    if (is.list(devices) && !is.object(devices) && length(devices) > 0 &&
+        all(vapply(devices, function(d) is.character(d) && length(d) == 1, logical(1)))) {
+      devices <- unlist(devices, use.names = FALSE)
+    }
     if (!is.character(devices) || length(devices) == 0 || anyNA(devices)) {
-      abort_value("{.arg devices} must be a non-empty character vector of device names, not {describe(devices)}.")
+      abort_value("{.arg devices} must be a non-empty character vector (or list) of device names, not {describe(devices)}.")
     }
     placement <- with_core(cpp_resolve_devices(devices, logical))
     reason <- "as given"
