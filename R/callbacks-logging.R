@@ -153,3 +153,33 @@ py_float_str <- function(x) {
   }
   if (neg) paste0("-", out) else out
 }
+
+# ---- callback_tensorboard() -----------------------------------------------------
+
+#' TensorBoard logging (not supported yet)
+#'
+#' keras3's `callback_tensorboard()` writes TensorFlow event files, which
+#' need TensorFlow's summary writer; mirrored does not write them yet. The
+#' function takes keras3's arguments so that code written for keras3 fails
+#' here with a clear `mirrored_not_yet_error` instead of an unknown-function
+#' error: log the epochs with [callback_csv_logger()] (and plot the history
+#' [fit.mirrored_model()] returns) instead.
+#'
+#' @param log_dir,histogram_freq,write_graph,write_images,write_steps_per_second,update_freq,profile_batch,embeddings_freq,embeddings_metadata
+#'   keras3's arguments (see its documentation); none is used.
+#' @returns Never returns: always raises a `mirrored_not_yet_error`.
+#' @export
+#' @family callbacks
+#' @seealso [callback_csv_logger()]
+#' @examples
+#' tryCatch(callback_tensorboard("logs"), mirrored_not_yet_error = function(e) conditionMessage(e))
+#' # instead:
+#' cb <- callback_csv_logger(tempfile(fileext = ".csv"))
+callback_tensorboard <- function(log_dir = "logs", histogram_freq = 0, write_graph = TRUE,
+                                 write_images = FALSE, write_steps_per_second = FALSE,
+                                 update_freq = "epoch", profile_batch = 0, embeddings_freq = 0,
+                                 embeddings_metadata = NULL) {
+  abort_not_yet(c("{.fn callback_tensorboard} is not supported yet: mirrored does not write TensorBoard event files.",
+                  i = "Log each epoch with {.code callback_csv_logger(\"{log_dir}/training.csv\")} and {.code plot()} the history {.fn fit} returns."),
+                call = sys.call())
+}
