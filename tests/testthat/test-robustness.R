@@ -62,8 +62,7 @@ test_that("relu keeps NaN and max pooling / Maximum propagate it, as TensorFlow"
     list(w, rep(0, n))
   }
   inp <- keras_input(shape = 3)
-  dense <- layer_dense(units = 3, use_bias = TRUE)
-  out <- inp |> dense() |> layer_activation("relu")
+  out <- inp |> layer_dense(units = 3) |> layer_activation("relu")
   model <- keras_model(inp, out)
   set_weights(model, nan_dense(3, 1))
   p <- predict(model, rbind(c(1, 1, -1)), verbose = 0)
