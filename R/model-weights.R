@@ -7,7 +7,7 @@
 #'
 #' @param object A model.
 #' @param weights A list of arrays as `get_weights()` returns.
-#' @param ... Unused.
+#' @param ... Must be empty: an unknown argument is an error.
 #' @return `get_weights()`: a list of arrays. `set_weights()`: the model,
 #'   invisibly.
 #' @family model functions
@@ -23,7 +23,10 @@ get_weights <- function(object, ...) UseMethod("get_weights")
 
 #' @rdname get_weights
 #' @export
-get_weights.mirrored_model <- function(object, ...) object$get_weights()
+get_weights.mirrored_model <- function(object, ...) {
+  check_dots_empty(list(...), "get_weights", "object")
+  object$get_weights()
+}
 
 #' @rdname get_weights
 #' @export
@@ -32,6 +35,7 @@ set_weights <- function(object, weights, ...) UseMethod("set_weights")
 #' @rdname get_weights
 #' @export
 set_weights.mirrored_model <- function(object, weights, ...) {
+  check_dots_empty(list(...), "set_weights", c("object", "weights"))
   object$set_weights(weights)
   invisible(object)
 }

@@ -403,7 +403,7 @@ check_custom_objects <- function(x, call = sys.call(-1)) {
 #' @param overwrite Whether to replace an existing file.
 #' @param max_shard_size Not supported (must be `NULL`).
 #' @param skip_mismatch Not supported (must be `FALSE`).
-#' @param ... Unused.
+#' @param ... Must be empty: an unknown argument is an error.
 #' @return The model, invisibly.
 #' @family saving functions
 #' @seealso [save_model()]
@@ -433,6 +433,7 @@ write_weights_file <- function(model, path, state = training_state_record(model)
 #' @rdname save_model_weights
 #' @export
 load_model_weights <- function(model, filepath, skip_mismatch = FALSE, ...) {
+  check_dots_empty(list(...), "load_model_weights", c("model", "filepath", "skip_mismatch"))
   check_model_arg(model)
   check_unsupported(skip_mismatch = skip_mismatch)
   filepath <- path.expand(check_string(filepath, "filepath"))
