@@ -98,38 +98,38 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   hooks <- loop_hooks(cbl, "train")
   model$stop_training <- FALSE
   logs <- cbl$on_train_begin(list())
+  # However fit() ends from here (an interrupt raised while R code runs,
+  # such as verbose = 1's progress bar or a callback; an error in a later
+  # step), the model keeps the history of the epochs finished so far, as
+  # Keras' model.history does.
+  on.exit(model$history <- history$history(), add = TRUE)
   # Continuing a saved run (load_model(), callback_backup_and_restore()):
   # its epoch, data order and the batches of that epoch already done.
   pos <- resume_position(model, initial_epoch, data$seed, steps)
   initial_epoch <- pos$initial_epoch
   if (!is.null(data$seed) && !identical(pos$data_seed, data$seed)) train <- data$remake(pos$data_seed)
   note_fit_start(model, pos$data_seed)
-  # An interrupt (Ctrl-C) can arrive while R code runs (the progress bar of
-  # verbose = 1, a callback) as well as inside a step: either way the model
-  # keeps the history of the epochs finished so far.
-  withCallingHandlers(interrupt = function(e) model$history <- history$history(),
-    for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
-      cbl$on_epoch_begin(epoch, list())
-      skip <- if (epoch == initial_epoch) pos$skip else 0L
-      src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
-      ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
-      res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
-                                     if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
-                                     ehooks$begin, ehooks$end, ehooks$progress, 0.05))
-      if (res$interrupted) {
-        model$history <- history$history()
-        signal_interrupt()
-      }
-      note_epoch_done(model, epoch)
-      logs <- as.list(res$logs)
-      if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
-        vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
-        logs[paste0("val_", names(vlogs))] <- vlogs
-      }
-      logs <- cbl$on_epoch_end(epoch, logs)
-      if (isTRUE(model$stop_training)) break
+  for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
+    cbl$on_epoch_begin(epoch, list())
+    skip <- if (epoch == initial_epoch) pos$skip else 0L
+    src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
+    ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
+    res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
+                                   if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
+                                   ehooks$begin, ehooks$end, ehooks$progress, 0.05))
+    if (res$interrupted) {
+      model$history <- history$history()
+      signal_interrupt()
     }
-  )
+    note_epoch_done(model, epoch)
+    logs <- as.list(res$logs)
+    if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
+      vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
+      logs[paste0("val_", names(vlogs))] <- vlogs
+    }
+    logs <- cbl$on_epoch_end(epoch, logs)
+    if (isTRUE(model$stop_training)) break
+  }
   cbl$on_train_end(logs)
   # Nested model objects receive what the outer model learned.
   sync_nested_weights(model)
