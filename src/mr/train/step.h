@@ -41,6 +41,11 @@ struct CompileConfig {
   LossConfig loss;
   std::vector<MetricConfig> metrics;
   std::vector<OutputConfig> outputs;
+  // One flag per Graph::params() index, non-zero for a variable training
+  // updates; empty: all are (Keras' trainable, fixed at compile() as in
+  // Keras). Frozen variables keep their values and optimizer slots: the
+  // post-backward pipeline reduces and updates only trainable_ranges() of it.
+  std::vector<char> trainable;
 };
 
 // Where output k's sums live in the metric-sum block: its loss sum, then
