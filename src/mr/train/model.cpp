@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "train/param_ranges.h"
 
 namespace mr {
 
@@ -83,8 +84,8 @@ void Model::compile(const CompileConfig& config) {
     const float v = slot_initial_value(config_.optimizer, k);
     if (v != 0.0f) state_.set_slot(k, std::vector<float>(graph_->param_floats(), v));
   }
-  // Every variable is trainable here; freezing passes the trainable ranges.
-  step_.update().prepare(config_.optimizer, {UpdateRange{0, graph_->param_floats()}});
+  // Frozen variables get no all-reduce and no update (train/param_ranges.h).
+  step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));
   compiled_ = true;
 }
 
