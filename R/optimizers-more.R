@@ -169,8 +169,9 @@ optimizer_lamb <- function(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, 
 
 # Keras raises on unknown keyword arguments ("Argument(s) not recognized").
 check_dots_empty_opt <- function(..., call = sys.call(-1)) {
-  extra <- names(list(...))
-  if (length(list(...)) > 0) {
+  n <- length(list(...))
+  extra <- names(list(...)) %||% rep("", n)
+  if (n > 0) {
     extra[is.na(extra) | extra == ""] <- "(unnamed)"
     abort_value("Unknown argument{?s} {.arg {extra}}.", call = call)
   }

@@ -124,7 +124,7 @@ check_unsupported <- function(...) {
 #'   iteration count (and a schedule) advance on every step, as in Keras.
 #' @param loss_scale_factor Not supported yet (must stay `NULL`).
 #' @param name Name of the optimizer.
-#' @param ... Unused.
+#' @param ... Must be empty: an unknown argument is an error, as in Keras.
 #' @return An optimizer object for [compile.mirrored_model()].
 #' @family optimizers
 #' @seealso [compile.mirrored_model()]
@@ -137,6 +137,7 @@ optimizer_sgd <- function(learning_rate = 0.01, momentum = 0, nesterov = FALSE, 
                           clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE,
                           ema_momentum = 0.99, ema_overwrite_frequency = NULL, name = "SGD", ...,
                           loss_scale_factor = NULL, gradient_accumulation_steps = NULL) {
+  check_dots_empty_opt(...)
   common <- optimizer_common(clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
                              ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps)
   Optimizer$new("SGD", check_string(name, "name"), list(
@@ -152,6 +153,7 @@ optimizer_adam <- function(learning_rate = 0.001, beta_1 = 0.9, beta_2 = 0.999, 
                            global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
                            ema_overwrite_frequency = NULL, name = "adam", ..., loss_scale_factor = NULL,
                            gradient_accumulation_steps = NULL) {
+  check_dots_empty_opt(...)
   common <- optimizer_common(clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
                              ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps)
   Optimizer$new("Adam", check_string(name, "name"), adam_config("adam", learning_rate, beta_1, beta_2,
@@ -165,6 +167,7 @@ optimizer_adam_w <- function(learning_rate = 0.001, weight_decay = 0.004, beta_1
                              global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
                              ema_overwrite_frequency = NULL, name = "adamw", ..., loss_scale_factor = NULL,
                              gradient_accumulation_steps = NULL) {
+  check_dots_empty_opt(...)
   common <- optimizer_common(clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
                              ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps)
   Optimizer$new("AdamW", check_string(name, "name"), adam_config("adamw", learning_rate, beta_1, beta_2,
@@ -178,6 +181,7 @@ optimizer_rmsprop <- function(learning_rate = 0.001, rho = 0.9, momentum = 0, ep
                               global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99,
                               ema_overwrite_frequency = NULL, name = "rmsprop", ..., loss_scale_factor = NULL,
                               gradient_accumulation_steps = NULL) {
+  check_dots_empty_opt(...)
   common <- optimizer_common(clipnorm, clipvalue, global_clipnorm, use_ema, ema_momentum,
                              ema_overwrite_frequency, loss_scale_factor, gradient_accumulation_steps)
   Optimizer$new("RMSprop", check_string(name, "name"), list(

@@ -149,3 +149,9 @@ test_that("callback_learning_rate_scheduler() passes 0-based epochs and the curr
                         fixed = TRUE)))
   expect_error(callback_learning_rate_scheduler(1), class = "mirrored_value_error")
 })
+
+test_that("unknown optimizer arguments are errors", {
+  expect_error(optimizer_adam(lr = 0.1), class = "mirrored_value_error", regexp = "lr")
+  expect_error(optimizer_sgd(0.1, 0.9, FALSE, NULL, NULL, NULL, NULL, FALSE, 0.99, NULL, "sgd", 3),
+               class = "mirrored_value_error", regexp = "unnamed")
+})
