@@ -33,8 +33,15 @@ struct KerasWeightsLayout {
 // (slot = index into slot_names(c), parameter = index into Graph::params()):
 // Adam/AdamW create momentum and velocity together per variable, then the
 // AMSGrad velocity_hat per variable; SGD and RMSprop create each kind of slot
-// for all variables before the next kind.
-std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params);
+// for all variables before the next kind; the optimizers of issue 13
+// interleave theirs per variable. EMA's averages, then the gradient
+// accumulators, come first; Nadam's u_product scalar last, as
+// (kNadamUProduct, -1).
+constexpr int kNadamUProduct = -1;
+// Keras builds the optimizer on the trainable variables only: `trainable`
+// (CompileConfig::trainable, one flag per parameter; empty = all) selects them.
+std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params,
+                                                  const std::vector<char>& trainable = {});
 
 Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
                           const std::vector<std::pair<std::string, std::string>>& root_attrs,

@@ -21,6 +21,7 @@
 #include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "train/training_state.h"
+#include "train/update.h"
 
 namespace mr {
 
@@ -40,6 +41,11 @@ struct CompileConfig {
   LossConfig loss;
   std::vector<MetricConfig> metrics;
   std::vector<OutputConfig> outputs;
+  // One flag per Graph::params() index, non-zero for a variable training
+  // updates; empty: all are (Keras' trainable, fixed at compile() as in
+  // Keras). Frozen variables keep their values and optimizer slots: the
+  // post-backward pipeline reduces and updates only trainable_ranges() of it.
+  std::vector<char> trainable;
 };
 
 // Where output k's sums live in the metric-sum block: its loss sum, then
@@ -66,6 +72,9 @@ class Step {
 
   std::vector<int64_t> rows_last() const;
 
+  // The post-backward pipeline (train/update.h): prepared by compile().
+  UpdatePipeline& update() { return update_; }
+
  private:
   struct Replica;
   // Stages replica `rank`'s slice of `batch`; returns (begin, count).
@@ -82,6 +91,7 @@ class Step {
   ReplicaSet& replicas_;
   TrainingState& state_;
   std::vector<std::unique_ptr<Replica>> reps_;
+  UpdatePipeline update_;
 };
 
 }  // namespace mr
