@@ -72,6 +72,9 @@
 #'                  loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
 #' history <- model |> fit(x, y, epochs = 3, verbose = 2)
 #' history
+#' # Weighting the samples, or the classes (here the same weights):
+#' model |> fit(x, y, sample_weight = ifelse(y == 1, 2, 1), epochs = 1, verbose = 0)
+#' model |> fit(x, y, class_weight = list("0" = 1, "1" = 2), epochs = 1, verbose = 0)
 #' @importFrom generics fit
 #' @export
 fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL, epochs = 1L,
@@ -173,6 +176,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' model |> compile(optimizer = "adam", metrics = "accuracy",
 #'                  loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
 #' model |> evaluate(x, y, verbose = 0)
+#' model |> evaluate(x, y, sample_weight = runif(20), verbose = 0)
 #' @export
 evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL,
                                     verbose = getOption("keras.verbose", default = "auto"),
