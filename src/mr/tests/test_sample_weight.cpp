@@ -176,7 +176,8 @@ TEST(Model, WeightedStepMatchesAReferenceOnOneAndThreeReplicas) {
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t j = 0; j < out; ++j) {
         double z = p0[prm[1].offset + j];
-        for (int64_t k = 0; k < in; ++k) z += double{x[r * in + k]} * p0[prm[0].offset + k * out + j];
+        for (int64_t k = 0; k < in; ++k)
+          z += double{x[r * in + k]} * p0[prm[0].offset + k * out + j];
         const double e = z - y[r * out + j];
         loss += w[r] * e * e / out;
         const double d = w[r] * 2.0 * e / out / rows;

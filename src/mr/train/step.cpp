@@ -192,8 +192,7 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // global rows): its gradient is scaled by weight_k / global rows. A
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
-    be.loss(o.loss.kind, o.loss, count, cols, out, tgt, sw, grad_scale * o.weight, grad,
-            sums + at);
+    be.loss(o.loss.kind, o.loss, count, cols, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
     for (size_t m = 0; m < o.metrics.size(); ++m)
       be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
                 sums + at + 1 + 2 * m);
