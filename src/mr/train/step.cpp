@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "dist/batch_split.h"
+#include "nn/regularization.h"
 
 namespace mr {
 
@@ -38,6 +39,10 @@ std::vector<size_t> metric_offsets(const CompileConfig& c) {
 }
 
 size_t metric_doubles(const CompileConfig& c) {
+  return regularization_sum_offset(c) + 1;  // the outputs' sums, then the regularization sum
+}
+
+size_t regularization_sum_offset(const CompileConfig& c) {
   size_t n = 0;
   for (const OutputConfig& o : c.outputs) n += 1 + 2 * o.metrics.size();
   return n;
@@ -50,6 +55,7 @@ struct Step::Replica {
   std::vector<int64_t> target_capacity;  // floats
   int64_t rows_last = 0;
   std::unique_ptr<CommContext> ctx;
+  std::unique_ptr<Regularization> reg;  // weight regularizers and constraints (i13-reg)
 };
 
 Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
@@ -58,6 +64,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
     rep->ctx = std::make_unique<CommContext>(replicas, r);
+    rep->reg = std::make_unique<Regularization>(graph, replicas.backend(r));
     reps_.push_back(std::move(rep));
   }
 }
@@ -175,10 +182,19 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
     if (count > 0) losses(r, config, count, scale);
+    double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
+    rep.exec->activity_penalties(ps, reg_sum);
     rep.exec->backward(ps, state_.grads(r));
     replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
+    // regularization gradients (i13-reg)
+    // Every replica adds the same penalty gradient to the same reduced
+    // gradient; replica 0 alone logs penalty * rows (nn/regularization.h).
+    rep.reg->add_weight_penalties(state_.params(r), state_.grads(r), r == 0 ? reg_sum : nullptr,
+                                  static_cast<double>(global_rows));
     apply_update(be, config.optimizer, state_.scalars(r), graph_.param_floats(), state_.params(r),
                  state_.grads(r), state_.slots(r));
+    // constraints (i13-reg)
+    rep.reg->apply_constraints(state_.params(r));
   });
 }
 
@@ -187,9 +203,14 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
   replicas_.post([this, &batch, &config, global_rows](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
+    double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
+    // Keras' evaluation loss includes the regularization losses too.
+    if (r == 0) rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
     if (count == 0) return;
-    rep.exec->forward(pass(r, begin, count, global_rows, nullptr));
+    const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
+    rep.exec->forward(ps);
     losses(r, config, count, 0.0f);
+    rep.exec->activity_penalties(ps, reg_sum);
   });
 }
 
