@@ -176,8 +176,8 @@ void Executor::backward(const Pass& p, float* grads) {
       a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
     const RegularizerSpec& act = activity_[static_cast<size_t>(i)];
     if (act.kind != RegularizerSpec::Kind::none && rows > 0)
-      be_.l1_l2_penalty(rows * graph_.out_shape(i).numel(), at(b.out), act.l1, act.l2, 0.0,
-                        nullptr, 1.0f / static_cast<float>(p.global_rows), at(b.grad));
+      be_.l1_l2_penalty(rows * graph_.out_shape(i).numel(), at(b.out), act.l1, act.l2, 0.0, nullptr,
+                        1.0f / static_cast<float>(p.global_rows), at(b.grad));
     graph_.layer(i).backward(a);
     if (accumulate_params) {
       packed = 0;

@@ -74,8 +74,8 @@ class Executor {
   int64_t scratch_ = -1;      // for nodes whose output feeds several consumers
   int64_t scratch_slot_ = 0;  // floats per input slot of scratch_
   std::vector<char> grad_written_;
-  int64_t param_scratch_ = -1;            // gradients of a shared layer's later call
-  std::vector<char> param_grad_written_;  // per node owning variables, in this pass
+  int64_t param_scratch_ = -1;             // gradients of a shared layer's later call
+  std::vector<char> param_grad_written_;   // per node owning variables, in this pass
   std::vector<RegularizerSpec> activity_;  // per node (Kind::none: none)
   bool has_activity_ = false;
 };

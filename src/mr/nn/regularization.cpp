@@ -35,8 +35,8 @@ const Json& object_config(const Json& v, const char* module, const std::string& 
   const Json& c = v.contains("config") && !v["config"].is_null() ? v["config"] : empty;
   MR_CHECK(c.is_object(), value, who, ": 'config' must be an object, got ", c.dump());
   for (auto it = c.begin(); it != c.end(); ++it)
-    MR_CHECK(std::find_if(keys.begin(), keys.end(),
-                          [&](const char* k) { return it.key() == k; }) != keys.end(),
+    MR_CHECK(std::find_if(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }) !=
+                 keys.end(),
              value, who, ": unknown option '", it.key(), "' of ", v["class_name"].dump());
   return c;
 }
@@ -83,10 +83,14 @@ Json keras_regularizer(const Json& v, const std::string& who) {
   Json c = Json::object();
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    if (s == "l1" || s == "L1") cls = "L1";
-    else if (s == "l2" || s == "L2") cls = "L2";
-    else if (s == "L1L2") cls = "L1L2";
-    else if (s == "orthogonal_regularizer" || s == "OrthogonalRegularizer") cls = "OrthogonalRegularizer";
+    if (s == "l1" || s == "L1")
+      cls = "L1";
+    else if (s == "l2" || s == "L2")
+      cls = "L2";
+    else if (s == "L1L2")
+      cls = "L1L2";
+    else if (s == "orthogonal_regularizer" || s == "OrthogonalRegularizer")
+      cls = "OrthogonalRegularizer";
     else
       fail(ErrorKind::value, who, ": unknown regularizer '", s,
            "' (expected l1, l2, orthogonal_regularizer or L1, L2, L1L2, OrthogonalRegularizer)");
@@ -94,9 +98,12 @@ Json keras_regularizer(const Json& v, const std::string& who) {
     MR_CHECK(v.is_object() && v.contains("class_name") && v["class_name"].is_string(), value, who,
              ": a regularizer must be a name or a Keras config with a class_name, got ", v.dump());
     cls = v["class_name"].get<std::string>();
-    if (cls == "L1") c = object_config(v, "keras.regularizers", who, {"l1"});
-    else if (cls == "L2") c = object_config(v, "keras.regularizers", who, {"l2"});
-    else if (cls == "L1L2") c = object_config(v, "keras.regularizers", who, {"l1", "l2"});
+    if (cls == "L1")
+      c = object_config(v, "keras.regularizers", who, {"l1"});
+    else if (cls == "L2")
+      c = object_config(v, "keras.regularizers", who, {"l2"});
+    else if (cls == "L1L2")
+      c = object_config(v, "keras.regularizers", who, {"l1", "l2"});
     else if (cls == "OrthogonalRegularizer")
       c = object_config(v, "keras.regularizers", who, {"factor", "mode"});
     else
@@ -127,10 +134,14 @@ Json keras_constraint(const Json& v, const std::string& who) {
   Json c = Json::object();
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    if (s == "max_norm" || s == "MaxNorm") cls = "MaxNorm";
-    else if (s == "non_neg" || s == "NonNeg") cls = "NonNeg";
-    else if (s == "unit_norm" || s == "UnitNorm") cls = "UnitNorm";
-    else if (s == "min_max_norm" || s == "MinMaxNorm") cls = "MinMaxNorm";
+    if (s == "max_norm" || s == "MaxNorm")
+      cls = "MaxNorm";
+    else if (s == "non_neg" || s == "NonNeg")
+      cls = "NonNeg";
+    else if (s == "unit_norm" || s == "UnitNorm")
+      cls = "UnitNorm";
+    else if (s == "min_max_norm" || s == "MinMaxNorm")
+      cls = "MinMaxNorm";
     else
       fail(ErrorKind::value, who, ": unknown constraint '", s,
            "' (expected max_norm, non_neg, unit_norm, min_max_norm or their class names)");
@@ -138,9 +149,12 @@ Json keras_constraint(const Json& v, const std::string& who) {
     MR_CHECK(v.is_object() && v.contains("class_name") && v["class_name"].is_string(), value, who,
              ": a constraint must be a name or a Keras config with a class_name, got ", v.dump());
     cls = v["class_name"].get<std::string>();
-    if (cls == "MaxNorm") c = object_config(v, "keras.constraints", who, {"max_value", "axis"});
-    else if (cls == "NonNeg") c = object_config(v, "keras.constraints", who, {});
-    else if (cls == "UnitNorm") c = object_config(v, "keras.constraints", who, {"axis"});
+    if (cls == "MaxNorm")
+      c = object_config(v, "keras.constraints", who, {"max_value", "axis"});
+    else if (cls == "NonNeg")
+      c = object_config(v, "keras.constraints", who, {});
+    else if (cls == "UnitNorm")
+      c = object_config(v, "keras.constraints", who, {"axis"});
     else if (cls == "MinMaxNorm")
       c = object_config(v, "keras.constraints", who, {"min_value", "max_value", "rate", "axis"});
     else
@@ -227,9 +241,12 @@ ConstraintSpec constraint_spec(const Json& keras, const Shape& shape, const std:
   s.outer = s.reduce = s.inner = 1;
   for (int d = 0; d < rank; ++d) {
     const int64_t n = shape.dims()[static_cast<size_t>(d)];
-    if (d < axes.front()) s.outer *= n;
-    else if (d <= axes.back()) s.reduce *= n;
-    else s.inner *= n;
+    if (d < axes.front())
+      s.outer *= n;
+    else if (d <= axes.back())
+      s.reduce *= n;
+    else
+      s.inner *= n;
   }
   return s;
 }
@@ -238,8 +255,7 @@ Regularization::Regularization(const Graph& graph, Backend& be)
     : be_(be), work_(nullptr, DeviceFree{&be}) {
   int64_t numel = 0, square = 0;
   for (const Graph::Param& p : graph.params()) {
-    const std::string who =
-        "layer '" + graph.node(p.node).name + "' " + p.name;
+    const std::string who = "layer '" + graph.node(p.node).name + "' " + p.name;
     const RegularizerSpec r = regularizer_spec(p.options.regularizer);
     if (r.kind != RegularizerSpec::Kind::none) {
       Reg reg{p.offset, 1, p.size, r};

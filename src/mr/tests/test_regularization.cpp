@@ -37,7 +37,8 @@ TEST(RegularizationOps, L1L2PenaltyMatchesReference) {
   be.l1_l2_penalty(37, x.data(), l1, l2, 3.0, &acc, 0.5f, g.data());
   double ref = 0.0;
   for (size_t i = 0; i < x.size(); ++i) {
-    ref += l1 * std::fabs(x[i]) + static_cast<double>(l2) * x[i] * x[i];
+    const double xi = x[i];
+    ref += static_cast<double>(l1) * std::fabs(xi) + static_cast<double>(l2) * xi * xi;
     const double gi = g0[i] + 0.5 * (l1 * dsign(x[i]) + 2.0 * l2 * x[i]);
     EXPECT_NEAR(g[i], gi, 1e-6) << i;
   }
@@ -91,8 +92,9 @@ TEST(RegularizationOps, NormConstraintsMatchReference) {
 
 TEST(RegularizationConfig, KerasFormsAndAxes) {
   const Json l1 = keras_regularizer("l1", "t");
-  EXPECT_EQ(l1.dump(),
-            R"({"module":"keras.regularizers","class_name":"L1","config":{"l1":0.009999999776482582},"registered_name":null})");
+  EXPECT_EQ(
+      l1.dump(),
+      R"({"module":"keras.regularizers","class_name":"L1","config":{"l1":0.009999999776482582},"registered_name":null})");
   const Json l12 = keras_regularizer(
       Json{{"module", "keras.regularizers"}, {"class_name", "L1L2"}, {"config", {{"l2", 0.5}}}},
       "t");
@@ -110,14 +112,14 @@ TEST(RegularizationConfig, KerasFormsAndAxes) {
   s = constraint_spec(keras_constraint("unit_norm", "t"), Shape{6, 4}, "t");
   EXPECT_EQ(s.reduce, 6);
   EXPECT_EQ(s.inner, 4);
-  const Json gap = keras_constraint(
-      Json{{"class_name", "UnitNorm"}, {"config", {{"axis", {0, 2}}}}}, "t");
+  const Json gap =
+      keras_constraint(Json{{"class_name", "UnitNorm"}, {"config", {{"axis", {0, 2}}}}}, "t");
   EXPECT_THROW(constraint_spec(gap, Shape{2, 3, 4}, "t"), Error);
 }
 
 // Keras' OrthogonalRegularizer in double on a rows x cols matrix.
-double orthogonal_reference(const std::vector<double>& w, int64_t rows, int64_t cols,
-                            double factor, bool by_rows) {
+double orthogonal_reference(const std::vector<double>& w, int64_t rows, int64_t cols, double factor,
+                            bool by_rows) {
   const int64_t m = by_rows ? rows : cols, k = by_rows ? cols : rows;
   auto at = [&](int64_t i, int64_t j) {  // element j of vector i
     return by_rows ? w[static_cast<size_t>(i * cols + j)] : w[static_cast<size_t>(j * cols + i)];

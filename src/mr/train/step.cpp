@@ -205,7 +205,8 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     const auto [begin, count] = stage(r, batch, true);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     // Keras' evaluation loss includes the regularization losses too.
-    if (r == 0) rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
+    if (r == 0)
+      rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
     if (count == 0) return;
     const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
     rep.exec->forward(ps);
