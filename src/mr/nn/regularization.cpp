@@ -32,7 +32,10 @@ const Json& object_config(const Json& v, const char* module, const std::string& 
     MR_CHECK(v["module"].is_string() && v["module"].get<std::string>() == module, value, who,
              ": expected module '", module, "', got ", v["module"].dump());
   static const Json empty = Json::object();
-  const Json& c = v.contains("config") && !v["config"].is_null() ? v["config"] : empty;
+  // An empty config may come as [] (R's unnamed empty list).
+  const bool none = !v.contains("config") || v["config"].is_null() ||
+                    (v["config"].is_array() && v["config"].empty());
+  const Json& c = none ? empty : v["config"];
   MR_CHECK(c.is_object(), value, who, ": 'config' must be an object, got ", c.dump());
   for (auto it = c.begin(); it != c.end(); ++it)
     MR_CHECK(std::find_if(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }) !=
