@@ -25,8 +25,10 @@ const Json& object_config(const Json& v, const char* module, const std::string& 
                           const std::vector<const char*>& keys) {
   for (auto it = v.begin(); it != v.end(); ++it) {
     const std::string& k = it.key();
-    MR_CHECK(k == "module" || k == "class_name" || k == "config" || k == "registered_name", value,
-             who, ": unknown member '", k, "' in ", v.dump());
+    // Keras writes shared_object_id for an object two configs share.
+    MR_CHECK(k == "module" || k == "class_name" || k == "config" || k == "registered_name" ||
+                 k == "shared_object_id",
+             value, who, ": unknown member '", k, "' in ", v.dump());
   }
   if (v.contains("module") && !v["module"].is_null())
     MR_CHECK(v["module"].is_string() && v["module"].get<std::string>() == module, value, who,
