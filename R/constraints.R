@@ -74,7 +74,11 @@ constraint_unitnorm <- function(axis = 1L) {
 
 #' @export
 format.mirrored_constraint <- function(x, ...) {
-  args <- vapply(names(x$config), function(n) paste0(n, " = ", format(unlist(x$config[[n]]))), "")
+  args <- vapply(names(x$config), function(n) {
+    v <- unlist(x$config[[n]])
+    if (n == "axis") v <- ifelse(v >= 0, v + 1L, v)  # keras3's 1-based axes
+    paste0(n, " = ", if (length(v) > 1) paste0("c(", paste(v, collapse = ", "), ")") else format(v))
+  }, "")
   paste0("<constraint ", x$class_name, "(", paste(args, collapse = ", "), ")>")
 }
 

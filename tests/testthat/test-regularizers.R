@@ -93,6 +93,7 @@ test_that("regularizer and constraint objects carry Keras' configs and are check
   expect_equal(constraint_maxnorm(3, axis = c(1, 2, 3))$config, list(max_value = 3L, axis = list(0L, 1L, 2L)))
   expect_equal(constraint_unitnorm(axis = -1)$config, list(axis = -1L))
   expect_output(print(regularizer_l2(0.5)), "L2\\(l2 = 0.5\\)")
+  expect_output(print(constraint_maxnorm(3, axis = 1:3)), "MaxNorm\\(max_value = 3, axis = c\\(1, 2, 3\\)\\)")
   expect_error(regularizer_l2(-1), class = "mirrored_value_error", regexp = "l2")
   expect_error(regularizer_orthogonal(mode = "diag"), class = "mirrored_value_error", regexp = "mode")
   expect_error(constraint_maxnorm(axis = 0), class = "mirrored_value_error", regexp = "axis")
