@@ -50,12 +50,14 @@ layer_conv_2d <- function(object, filters, kernel_size, strides = list(1L, 1L),
                           bias_constraint = NULL, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
-  check_not_yet_null(list(kernel_regularizer = kernel_regularizer, bias_regularizer = bias_regularizer,
-                          activity_regularizer = activity_regularizer,
-                          kernel_constraint = kernel_constraint, bias_constraint = bias_constraint))
+  options <- weight_option_configs(list(kernel_regularizer = kernel_regularizer,
+                                        bias_regularizer = bias_regularizer,
+                                        activity_regularizer = activity_regularizer,
+                                        kernel_constraint = kernel_constraint,
+                                        bias_constraint = bias_constraint))
   config <- conv_config(2L, filters, kernel_size, strides, padding, data_format, dilation_rate,
                         groups, activation, use_bias, kernel_initializer, bias_initializer)
-  layer <- new_layer("Conv2D", config, dots)
+  layer <- new_layer("Conv2D", c(config, options), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -69,12 +71,14 @@ layer_conv_1d <- function(object, filters, kernel_size, strides = 1L, padding = 
                           kernel_constraint = NULL, bias_constraint = NULL, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
-  check_not_yet_null(list(kernel_regularizer = kernel_regularizer, bias_regularizer = bias_regularizer,
-                          activity_regularizer = activity_regularizer,
-                          kernel_constraint = kernel_constraint, bias_constraint = bias_constraint))
+  options <- weight_option_configs(list(kernel_regularizer = kernel_regularizer,
+                                        bias_regularizer = bias_regularizer,
+                                        activity_regularizer = activity_regularizer,
+                                        kernel_constraint = kernel_constraint,
+                                        bias_constraint = bias_constraint))
   config <- conv_config(1L, filters, kernel_size, strides, padding, data_format, dilation_rate,
                         groups, activation, use_bias, kernel_initializer, bias_initializer)
-  layer <- new_layer("Conv1D", config, dots)
+  layer <- new_layer("Conv1D", c(config, options), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 

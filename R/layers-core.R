@@ -13,9 +13,11 @@
 #' @param use_bias Whether the layer has a bias vector.
 #' @param kernel_initializer,bias_initializer Initializer objects or names,
 #'   see [initializer_glorot_uniform()].
-#' @param kernel_regularizer,bias_regularizer,activity_regularizer,kernel_constraint,bias_constraint
-#'   Not supported yet (they come with training parity): `NULL`, or a
-#'   `mirrored_not_yet_error`.
+#' @param kernel_regularizer,bias_regularizer,activity_regularizer Regularizers
+#'   of the kernel, the bias and the layer's output (see [regularizer_l2()]),
+#'   or `NULL`.
+#' @param kernel_constraint,bias_constraint Constraints of the kernel and the
+#'   bias (see [constraint_maxnorm()]), or `NULL`.
 #' @param ... `name` (a string) and, for the first layer of a sequential
 #'   model, `input_shape`.
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
@@ -33,17 +35,20 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
                         bias_constraint = NULL, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
-  check_not_yet_null(list(kernel_regularizer = kernel_regularizer, bias_regularizer = bias_regularizer,
-                          activity_regularizer = activity_regularizer,
-                          kernel_constraint = kernel_constraint, bias_constraint = bias_constraint))
+  options <- weight_option_configs(list(kernel_regularizer = kernel_regularizer,
+                                        bias_regularizer = bias_regularizer,
+                                        activity_regularizer = activity_regularizer,
+                                        kernel_constraint = kernel_constraint,
+                                        bias_constraint = bias_constraint))
   units <- check_int(units, "units", min = 1)
   activation <- check_activation(activation)
   check_bool(use_bias, "use_bias")
   k <- as_initializer(kernel_initializer, "kernel_initializer")
   b <- as_initializer(bias_initializer, "bias_initializer")
-  layer <- new_layer("Dense", list(units = units, activation = activation, use_bias = use_bias,
-                                   kernel_initializer = initializer_keras_config(k),
-                                   bias_initializer = initializer_keras_config(b)), dots)
+  layer <- new_layer("Dense", c(list(units = units, activation = activation, use_bias = use_bias,
+                                     kernel_initializer = initializer_keras_config(k),
+                                     bias_initializer = initializer_keras_config(b)), options),
+                     dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 

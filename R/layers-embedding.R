@@ -17,14 +17,15 @@
 #' @param embeddings_initializer Initializer object or name (default
 #'   `"uniform"`: uniform on \[-0.05, 0.05\], as Keras), see
 #'   [initializer_glorot_uniform()].
-#' @param embeddings_regularizer,embeddings_constraint Not supported yet
-#'   (they come with training parity): `NULL`, or a `mirrored_not_yet_error`.
+#' @param embeddings_regularizer,embeddings_constraint A regularizer (see
+#'   [regularizer_l2()]) and a constraint (see [constraint_maxnorm()]) of the
+#'   embeddings, or `NULL`.
 #' @param mask_zero Whether index 0 is padding to mask out downstream.
 #'   `TRUE` is not supported until mirrored has masking (a
 #'   `mirrored_not_yet_error`).
 #' @param weights,lora_rank,lora_alpha Not supported yet: `NULL`.
-#' @param ... `name`, `input_shape`, `activity_regularizer` (not supported
-#'   yet: `NULL`, or a `mirrored_not_yet_error`) and, as in Keras 3, a
+#' @param ... `name`, `input_shape`, `activity_regularizer` (a regularizer
+#'   of the output, or `NULL`) and, as in Keras 3, a
 #'   deprecated `input_length` (ignored, with a warning).
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers
@@ -57,9 +58,9 @@ layer_embedding <- function(object, input_dim, output_dim, embeddings_initialize
   if (mask_zero) {
     abort_not_yet("{.arg mask_zero} = TRUE is not supported until mirrored has masking; use FALSE.")
   }
-  check_not_yet_null(list(embeddings_regularizer = embeddings_regularizer,
-                          embeddings_constraint = embeddings_constraint,
-                          activity_regularizer = activity_regularizer))
+  options <- weight_option_configs(list(embeddings_regularizer = embeddings_regularizer,
+                                        activity_regularizer = activity_regularizer,
+                                        embeddings_constraint = embeddings_constraint))
   for (arg in c("weights", "lora_rank", "lora_alpha")) {
     if (!is.null(get(arg))) abort_not_yet("{.arg {arg}} is not supported yet; use NULL, not {describe(get(arg))}.")
   }
@@ -69,7 +70,8 @@ layer_embedding <- function(object, input_dim, output_dim, embeddings_initialize
   } else {
     initializer_keras_config(as_initializer(embeddings_initializer, "embeddings_initializer"))
   }
-  layer <- new_layer("Embedding", list(input_dim = input_dim, output_dim = output_dim,
-                                       embeddings_initializer = init, mask_zero = FALSE), dots)
+  layer <- new_layer("Embedding", c(list(input_dim = input_dim, output_dim = output_dim,
+                                         embeddings_initializer = init, mask_zero = FALSE), options),
+                     dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }

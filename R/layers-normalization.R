@@ -25,7 +25,8 @@
 #' @param beta_initializer,gamma_initializer,moving_mean_initializer,moving_variance_initializer
 #'   Initializer objects or names, see [initializer_glorot_uniform()].
 #' @param beta_regularizer,gamma_regularizer,beta_constraint,gamma_constraint
-#'   Not supported yet; must be `NULL`.
+#'   Regularizers (see [regularizer_l2()]) and constraints (see
+#'   [constraint_maxnorm()]) of `beta` and `gamma`, or `NULL`.
 #' @param synchronized Whether the batch statistics are those of the global
 #'   batch over all replicas (see the section above).
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
@@ -50,15 +51,17 @@ layer_batch_normalization <- function(object, axis = -1L, momentum = 0.99, epsil
   check_bool(center, "center")
   check_bool(scale, "scale")
   check_bool(synchronized, "synchronized")
-  check_not_yet_null(list(beta_regularizer = beta_regularizer, gamma_regularizer = gamma_regularizer,
-                          beta_constraint = beta_constraint, gamma_constraint = gamma_constraint))
+  options <- weight_option_configs(list(beta_regularizer = beta_regularizer,
+                                        gamma_regularizer = gamma_regularizer,
+                                        beta_constraint = beta_constraint,
+                                        gamma_constraint = gamma_constraint))
   inits <- list(beta_initializer = beta_initializer, gamma_initializer = gamma_initializer,
                 moving_mean_initializer = moving_mean_initializer,
                 moving_variance_initializer = moving_variance_initializer)
   inits <- Map(function(init, arg) initializer_keras_config(as_initializer(init, arg)), inits, names(inits))
   layer <- new_layer("BatchNormalization",
                      c(list(axis = axis, momentum = momentum, epsilon = epsilon, center = center,
-                            scale = scale), inits, list(synchronized = synchronized)), dots)
+                            scale = scale), inits, options, list(synchronized = synchronized)), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }
 
@@ -85,7 +88,8 @@ layer_batch_normalization <- function(object, axis = -1L, momentum = 0.99, epsil
 #' @param beta_initializer,gamma_initializer Initializer objects or names,
 #'   see [initializer_glorot_uniform()].
 #' @param beta_regularizer,gamma_regularizer,beta_constraint,gamma_constraint
-#'   Not supported yet; must be `NULL`.
+#'   Regularizers (see [regularizer_l2()]) and constraints (see
+#'   [constraint_maxnorm()]) of `beta` and `gamma`, or `NULL`.
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers
 #' @seealso [layer_batch_normalization()]
@@ -114,14 +118,16 @@ layer_layer_normalization <- function(object, axis = -1L, epsilon = 0.001, cente
   check_bool(center, "center")
   check_bool(scale, "scale")
   check_bool(rms_scaling, "rms_scaling")
-  check_not_yet_null(list(beta_regularizer = beta_regularizer, gamma_regularizer = gamma_regularizer,
-                          beta_constraint = beta_constraint, gamma_constraint = gamma_constraint))
+  options <- weight_option_configs(list(beta_regularizer = beta_regularizer,
+                                        gamma_regularizer = gamma_regularizer,
+                                        beta_constraint = beta_constraint,
+                                        gamma_constraint = gamma_constraint))
   inits <- list(beta_initializer = beta_initializer, gamma_initializer = gamma_initializer)
   inits <- Map(function(init, arg) initializer_keras_config(as_initializer(init, arg)), inits, names(inits))
   axis <- as.integer(axis)
   layer <- new_layer("LayerNormalization",
                      c(list(axis = if (length(axis) == 1) axis else as.list(axis), epsilon = epsilon,
-                            center = center, scale = scale, rms_scaling = rms_scaling), inits),
+                            center = center, scale = scale, rms_scaling = rms_scaling), inits, options),
                      dots)
   compose_layer(if (missing(object)) NULL else object, layer)
 }

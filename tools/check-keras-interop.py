@@ -12,11 +12,12 @@ Runs Rscript (mirrored must be installed, e.g. `make install` puts it in
     iteration count; keras loads the .weights.h5 file too.
 Then models of the convolution, pooling, shape, merge, normalization and
 activation layers and a two-input, two-output model with a shared layer,
-trained and saved by mirrored, must load in Keras 3 and predict the same.
-Last, models compiled with the optimizers, schedules, clipping, EMA and
-gradient accumulation of issue 13, trained and saved by mirrored, must load
-in Keras 3 with their optimizer state: one more epoch in Keras gives the
-weights mirrored reaches (max abs difference <= 1e-5).
+trained and saved by mirrored, must load in Keras 3 and predict the same; a
+model with regularizers and constraints must also evaluate to the same loss.
+Models compiled with the optimizers, schedules, clipping, EMA and gradient
+accumulation of issue 13, trained and saved by mirrored, must load in Keras 3
+with their optimizer state: one more epoch in Keras gives the weights
+mirrored reaches (max abs difference <= 1e-5).
 Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
@@ -142,6 +143,24 @@ m |> compile(optimizer = "adam", loss = "mse")
 x <- matrix(runif(32 * 4), 32)
 fit(m, x, matrix(runif(64), 32), epochs = 2, batch_size = 8, verbose = 0)
 write_io("nested_models", m, list(x))
+# Regularizers and constraints (issue 13): Keras must rebuild them from the
+# configs and report the same evaluation loss, regularization included.
+x <- array(runif(32 * 5 * 5 * 2), c(32, 5, 5, 2))
+inp <- keras_input(shape = c(5, 5, 2))
+h <- inp |> layer_conv_2d(3, 2, kernel_regularizer = regularizer_l1_l2(0.01, 0.02),
+                          activity_regularizer = regularizer_l2(0.001),
+                          kernel_constraint = constraint_maxnorm(1.5, axis = 1:3)) |> layer_flatten()
+h <- h |> layer_dense(4, activation = "tanh", kernel_regularizer = regularizer_orthogonal(0.1),
+                      bias_regularizer = "l1", bias_constraint = constraint_nonneg(),
+                      kernel_constraint = constraint_minmaxnorm(0.2, 0.9, rate = 0.5))
+m <- keras_model(inp, h |> layer_dense(1, kernel_constraint = constraint_unitnorm()))
+m |> compile(optimizer = "sgd", loss = "mse")
+yr <- matrix(runif(32), 32)
+fit(m, x, yr, epochs = 2, batch_size = 8, verbose = 0)
+write_io("regularized", m, list(x))
+write.table(yr, file.path(out, "regularized_y.csv"), sep = ",", row.names = FALSE, col.names = FALSE)
+writeLines(format(evaluate(m, x, yr, batch_size = 32, verbose = 0)$loss, digits = 10),
+           file.path(out, "regularized_eval.txt"))
 """
 
 failures = []
@@ -229,7 +248,7 @@ def check_layer_models(keras, np):
     with open(rfile, "w") as f:
         f.write(R_LAYERS)
     subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
-    for name in ["residual_cnn", "conv1d_shapes", "multi_io_shared", "nested_models"]:
+    for name in ["residual_cnn", "conv1d_shapes", "multi_io_shared", "nested_models", "regularized"]:
         xs, k = [], 1
         while os.path.exists(os.path.join(tmp, f"{name}_x{k}.csv")):
             shape = [int(v) for v in open(os.path.join(tmp, f"{name}_x{k}_shape.txt")).read().split()]
@@ -254,6 +273,27 @@ def check_layer_models(keras, np):
                 [0] + list(range(p.ndim - 1, 0, -1))).reshape(p.shape[0], -1)
             diff = float(np.max(np.abs(p2 - want)))
             check(diff <= 1e-4, f"{name}: output {j} predicted the same by Keras (max abs diff {diff:.2e})")
+        if name == "regularized":
+            check_regularized(keras, np, tmp, model, xs[0])
+
+
+def check_regularized(keras, np, tmp, model, x):
+    """Keras rebuilt mirrored's regularizers and constraints and its evaluation
+    loss (data loss plus regularization losses) equals mirrored's."""
+    conv, dense = model.layers[1], model.layers[3]
+    found = [type(o).__name__ for o in (conv.kernel_regularizer, conv.activity_regularizer,
+                                        conv.kernel.constraint, dense.kernel_regularizer,
+                                        dense.bias_regularizer, dense.bias.constraint,
+                                        dense.kernel.constraint, model.layers[4].kernel.constraint)]
+    want = ["L1L2", "L2", "MaxNorm", "OrthogonalRegularizer", "L1", "NonNeg", "MinMaxNorm", "UnitNorm"]
+    check(found == want, f"regularized: keras rebuilt {found}")
+    check(conv.kernel.constraint.axis == [0, 1, 2], f"regularized: MaxNorm axis {conv.kernel.constraint.axis}")
+    y = np.loadtxt(os.path.join(tmp, "regularized_y.csv"), delimiter=",", dtype="float32", ndmin=2)
+    model.compile(optimizer="sgd", loss="mse")
+    ours = float(open(os.path.join(tmp, "regularized_eval.txt")).read())
+    theirs = float(model.evaluate(x, y, batch_size=32, verbose=0))
+    check(abs(ours - theirs) <= 1e-5 * max(1.0, abs(theirs)),
+          f"regularized: evaluation loss with regularization, mirrored {ours:.7f}, keras {theirs:.7f}")
 
 
 R_OPTIMIZERS = r"""

@@ -39,7 +39,7 @@ test_that("bad arguments are classed errors naming the argument", {
   x <- keras_input(shape = 4)
   expect_error(layer_batch_normalization(x, momentum = 2), class = "mirrored_value_error", regexp = "momentum")
   expect_error(layer_batch_normalization(x, epsilon = 0), class = "mirrored_value_error", regexp = "epsilon")
-  expect_error(layer_batch_normalization(x, beta_regularizer = "l2"), class = "mirrored_value_error",
+  expect_error(layer_batch_normalization(x, beta_regularizer = "l5"), class = "mirrored_value_error",
                regexp = "beta_regularizer")
   expect_error(layer_batch_normalization(x, renorm = TRUE), class = "mirrored_value_error", regexp = "renorm")
   expect_error(layer_batch_normalization(keras_input(shape = c(3, 4)), axis = 1L), class = "mirrored_shape_error",

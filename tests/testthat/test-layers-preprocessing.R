@@ -13,7 +13,7 @@ test_that("constructor arguments are checked with classed errors naming them", {
   expect_error(layer_layer_normalization(epsilon = 0), class = "mirrored_value_error", regexp = "epsilon")
   expect_error(layer_layer_normalization(axis = 1.5), class = "mirrored_value_error", regexp = "axis")
   expect_error(layer_layer_normalization(axis = c(-1, -3)), class = "mirrored_not_yet_error", regexp = "axis")
-  expect_error(layer_layer_normalization(gamma_regularizer = "l2"), class = "mirrored_not_yet_error",
+  expect_error(layer_layer_normalization(gamma_regularizer = "l5"), class = "mirrored_value_error",
                regexp = "gamma_regularizer")
   expect_error(layer_layer_normalization(center = NA), class = "mirrored_value_error", regexp = "center")
   expect_error(layer_layer_normalization(foo = 1), class = "mirrored_value_error", regexp = "foo")
@@ -29,10 +29,10 @@ test_that("constructor arguments are checked with classed errors naming them", {
   expect_error(layer_embedding(input_dim = 5, output_dim = 2.5), class = "mirrored_value_error", regexp = "output_dim")
   expect_error(layer_embedding(input_dim = 5, output_dim = 2, mask_zero = TRUE),
                class = "mirrored_not_yet_error", regexp = "mask_zero")
-  expect_error(layer_embedding(input_dim = 5, output_dim = 2, embeddings_constraint = "non_neg"),
-               class = "mirrored_not_yet_error", regexp = "embeddings_constraint")
-  expect_error(layer_embedding(input_dim = 5, output_dim = 2, activity_regularizer = "l2"),
-               class = "mirrored_not_yet_error", regexp = "activity_regularizer")
+  expect_error(layer_embedding(input_dim = 5, output_dim = 2, embeddings_constraint = "nonneg"),
+               class = "mirrored_value_error", regexp = "embeddings_constraint")
+  expect_error(layer_embedding(input_dim = 5, output_dim = 2, activity_regularizer = "l5"),
+               class = "mirrored_value_error", regexp = "activity_regularizer")
   expect_error(layer_embedding(input_dim = 5, output_dim = 2, embeddings_initializer = "nope"),
                class = "mirrored_value_error", regexp = "embeddings_initializer")
   expect_warning(layer_embedding(input_dim = 5, output_dim = 2, input_length = 3),

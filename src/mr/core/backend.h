@@ -476,6 +476,31 @@ class Backend {
   virtual void ema_update(int64_t n, float* avg, const float* w, const StepScalars* s) = 0;
   // Gradient accumulation's applying step: g = (g + acc) / steps, then acc = 0.
   virtual void accumulate_apply(int64_t n, float* g, float* acc, float steps) = 0;
+  // ---- regularization and constraints (issue 13, i13-reg) -------------------
+  // Implementations: cpu_regularization.cpp, cuda_regularization.cu. Sums are
+  // taken in double in a fixed order that depends only on n (deterministic).
+  //
+  // Keras' L1L2 penalty of x[0..n): p = l1 * sum |x_i| + l2 * sum x_i^2.
+  // *acc += scale * p when acc is not null; grad[i] += grad_scale * (l1 *
+  // sign(x_i) + 2 * l2 * x_i) when grad is not null (sign(0) = 0, NaN stays
+  // NaN). n == 0 adds nothing.
+  virtual void l1_l2_penalty(int64_t n, const float* x, float l1, float l2, double scale,
+                             double* acc, float grad_scale, float* grad) = 0;
+  // Keras' MaxNorm / UnitNorm / MinMaxNorm on w viewed as outer x reduce x
+  // inner (row-major): for each (o, i), norm = sqrt(sum_r w^2) (double, then
+  // float), desired = rate * clip(norm, min_value, max_value) + (1 - rate) *
+  // norm, and w *= desired / (1e-7 + norm), in float as Keras computes it.
+  virtual void norm_constraint(int64_t outer, int64_t reduce, int64_t inner, float min_value,
+                               float max_value, float rate, float* w) = 0;
+  // Keras' NonNeg: w = w * (w >= 0 ? 1 : 0) (NaN stays NaN).
+  virtual void non_neg_constraint(int64_t n, float* w) = 0;
+  // Keras' OrthogonalRegularizer on the rows of p (rows x rows, p = N N^T of
+  // the l2-normalized rows): with S the off-diagonal part,
+  // value = factor * 0.5 * sum |S| / (rows (rows - 1) / 2), added times
+  // `scale` to *acc when acc is not null; dp[i, j] = (i != j) * factor * 0.5
+  // * sign(p[i, j]) / (rows (rows - 1) / 2) written when dp is not null.
+  virtual void offdiag_abs_penalty(int64_t rows, const float* p, float factor, double scale,
+                                   double* acc, float* dp) = 0;
 
  private:
   WaitLimits limits_;

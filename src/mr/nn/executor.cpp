@@ -11,6 +11,19 @@ Executor::Executor(const Graph& graph, Backend& be)
   buf_.resize(static_cast<size_t>(graph.size()));
   grad_written_.assign(static_cast<size_t>(graph.size()), 0);
   param_grad_written_.assign(static_cast<size_t>(graph.size()), 0);
+  activity_ = activity_specs(graph);
+  for (const RegularizerSpec& s : activity_)
+    has_activity_ = has_activity_ || s.kind != RegularizerSpec::Kind::none;
+}
+
+void Executor::activity_penalties(const Pass& p, double* acc) {
+  if (!has_activity_ || p.rows == 0) return;
+  for (int i = 0; i < graph_.size(); ++i) {
+    const RegularizerSpec& s = activity_[static_cast<size_t>(i)];
+    if (s.kind == RegularizerSpec::Kind::none) continue;
+    be_.l1_l2_penalty(p.rows * graph_.out_shape(i).numel(), at(buf_[static_cast<size_t>(i)].out),
+                      s.l1, s.l2, 1.0, acc, 0.0f, nullptr);
+  }
 }
 
 void Executor::reserve(int64_t rows) {
@@ -161,6 +174,10 @@ void Executor::backward(const Pass& p, float* grads) {
     }
     for (int k : graph_.node_states(i))
       a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
+    const RegularizerSpec& act = activity_[static_cast<size_t>(i)];
+    if (act.kind != RegularizerSpec::Kind::none && rows > 0)
+      be_.l1_l2_penalty(rows * graph_.out_shape(i).numel(), at(b.out), act.l1, act.l2, 0.0, nullptr,
+                        1.0f / static_cast<float>(p.global_rows), at(b.grad));
     graph_.layer(i).backward(a);
     if (accumulate_params) {
       packed = 0;

@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "nn/graph.h"
+#include "nn/regularization.h"
 #include "nn/replica_context.h"
 
 namespace mr {
@@ -49,6 +50,13 @@ class Executor {
   // backward reaches writes them, later ones write into a scratch region
   // (sized by reserve()) that is added to them.
   void backward(const Pass& p, float* grads);
+  // Activity regularization (i13-reg): adds the activity regularizers'
+  // penalties of the last forward's outputs over the local rows to *acc
+  // (each layer's penalty / global rows is its part of the loss, times the
+  // global rows the logged loss sums). backward() adds their gradient,
+  // penalty'(output) / global rows, to the output's gradient.
+  void activity_penalties(const Pass& p, double* acc);
+  bool has_activity_regularizers() const { return has_activity_; }
 
  private:
   struct NodeBuffers {
@@ -66,8 +74,10 @@ class Executor {
   int64_t scratch_ = -1;      // for nodes whose output feeds several consumers
   int64_t scratch_slot_ = 0;  // floats per input slot of scratch_
   std::vector<char> grad_written_;
-  int64_t param_scratch_ = -1;            // gradients of a shared layer's later call
-  std::vector<char> param_grad_written_;  // per node owning variables, in this pass
+  int64_t param_scratch_ = -1;             // gradients of a shared layer's later call
+  std::vector<char> param_grad_written_;   // per node owning variables, in this pass
+  std::vector<RegularizerSpec> activity_;  // per node (Kind::none: none)
+  bool has_activity_ = false;
 };
 
 }  // namespace mr

@@ -71,7 +71,7 @@ Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<
       const int index = static_cast<int>(list.size());
       (w.trainable ? node_params_ : node_states_)[static_cast<size_t>(i)].push_back(index);
       node_weights_[static_cast<size_t>(i)].push_back({w.trainable, index});
-      list.push_back({i, w.name, w.shape, w.init, floats, numel, w.trainable});
+      list.push_back({i, w.name, w.shape, w.init, floats, numel, w.trainable, w.options});
       floats += align_floats(numel);
       if (w.trainable) upstream = true;
     }

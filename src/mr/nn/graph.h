@@ -44,6 +44,7 @@ class Graph {
     int64_t offset;  // in floats, into its flat buffer
     int64_t size;    // shape.numel()
     bool trainable;
+    WeightOptions options;  // its regularizer and constraint (Keras configs)
   };
   // One of a node's variables in the layer's (Keras') order.
   struct WeightRef {

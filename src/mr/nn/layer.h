@@ -30,8 +30,8 @@ namespace mr {
 // What Keras attaches to a weight through its layer's config
 // ("<weight>_regularizer", "<weight>_constraint"), kept as the Keras configs
 // (null: none). Layer files only pass them through (ConfigReader::
-// weight_options, write_weight_options); implementing them touches the step,
-// not the layers. Today ConfigReader accepts null only.
+// weight_options, write_weight_options), which normalizes them to the form
+// Keras writes; nn/regularization.h says what the step does with them.
 struct WeightOptions {
   Json regularizer;
   Json constraint;
@@ -102,6 +102,9 @@ class Layer {
   // of the step (Backend::prepare_conv) asks for them here.
   virtual void prepare(Backend& /*be*/, const std::vector<Shape>& /*in*/,
                        int64_t /*max_rows*/) const {}
+  // The layer's activity regularizer (Keras' activity_regularizer, as
+  // keras_regularizer() writes it), null when it has none.
+  virtual Json activity_regularizer() const { return nullptr; }
 };
 
 }  // namespace mr

@@ -308,6 +308,8 @@ std::vector<double> Model::read_metrics() const {
       raw.push_back(count > 0 ? total[off[k] + 1 + 2 * m] / count : 0.0);
     }
   }
+  // Keras' logged loss includes the regularization losses (i13-reg).
+  if (seen > 0) raw[0] += total[regularization_sum_offset(config_)] / seen;
   std::vector<double> means;
   for (size_t i : log_order(raw_names(config_), config_.outputs.size())) means.push_back(raw[i]);
   return means;

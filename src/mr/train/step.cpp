@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "dist/batch_split.h"
+#include "nn/regularization.h"
 
 namespace mr {
 
@@ -38,6 +39,10 @@ std::vector<size_t> metric_offsets(const CompileConfig& c) {
 }
 
 size_t metric_doubles(const CompileConfig& c) {
+  return regularization_sum_offset(c) + 1;  // the outputs' sums, then the regularization sum
+}
+
+size_t regularization_sum_offset(const CompileConfig& c) {
   size_t n = 0;
   for (const OutputConfig& o : c.outputs) n += 1 + 2 * o.metrics.size();
   return n;
@@ -62,6 +67,7 @@ struct Step::Replica {
   std::vector<const float*> sw;
   int64_t rows_last = 0;
   std::unique_ptr<CommContext> ctx;
+  std::unique_ptr<Regularization> reg;  // weight regularizers and constraints (i13-reg)
 };
 
 Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
@@ -70,8 +76,19 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
     rep->ctx = std::make_unique<CommContext>(replicas, r);
+    rep->reg = std::make_unique<Regularization>(graph, replicas.backend(r));
     reps_.push_back(std::move(rep));
   }
+  // regularization gradients (i13-reg): every replica adds the same penalty
+  // gradient to the same reduced gradient (nn/regularization.h); the value
+  // is logged by post_train.
+  update_.set_regularization_hook([this](int r, Backend&, float* params, float* grads) {
+    reps_[static_cast<size_t>(r)]->reg->add_weight_penalties(params, grads, nullptr, 0.0);
+  });
+  // constraints (i13-reg): on the updated weights.
+  update_.set_constraint_hook([this](int r, Backend&, float* params, float*) {
+    reps_[static_cast<size_t>(r)]->reg->apply_constraints(params);
+  });
 }
 
 Step::~Step() = default;
@@ -217,8 +234,16 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
     if (count > 0) losses(r, config, count, scale);
+    double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
+    rep.exec->activity_penalties(ps, reg_sum);
     rep.exec->backward(ps, state_.grads(r));
-    // Accumulation, all-reduce, clipping, the update, EMA (train/update.h).
+    // Weight penalties enter the logged loss on every step, accumulating
+    // ones too (replica 0 alone: every replica's is the same); their
+    // gradient is added by the update pipeline's hook (Step::Step) on the
+    // steps that apply, after the all-reduce.
+    if (r == 0) rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
+    // Accumulation, all-reduce, regularization gradients, clipping, the
+    // update, constraints, EMA (train/update.h).
     update_.run(r, config.optimizer, iteration, state_.scalars(r));
   });
 }
@@ -228,9 +253,15 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
   replicas_.post([this, &batch, &config, global_rows](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
+    double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
+    // Keras' evaluation loss includes the regularization losses too.
+    if (r == 0)
+      rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
     if (count == 0) return;
-    rep.exec->forward(pass(r, begin, count, global_rows, nullptr));
+    const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
+    rep.exec->forward(ps);
     losses(r, config, count, 0.0f);
+    rep.exec->activity_penalties(ps, reg_sum);
   });
 }
 

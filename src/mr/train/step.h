@@ -52,6 +52,10 @@ struct CompileConfig {
 // (sum, count) per metric. Outputs follow one another.
 std::vector<size_t> metric_offsets(const CompileConfig& c);
 size_t metric_doubles(const CompileConfig& c);
+// The last double of the block: the regularization losses' sum (i13-reg),
+// weighted like the loss sums (penalty * rows per batch), added to the
+// logged total loss.
+size_t regularization_sum_offset(const CompileConfig& c);
 
 // A batch of fit()/evaluate() holds the inputs, the targets (one part per
 // output), then the sample weights, one float per sample: none, one part

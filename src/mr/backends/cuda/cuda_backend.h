@@ -281,6 +281,14 @@ class CudaBackend final : public Backend {
  public:
   void prepare_conv(const ConvGeometry& g, int64_t max_rows) override;
   std::string conv_path(const ConvGeometry& g, int64_t rows) override;
+  // ---- regularization and constraints (issue 13, i13-reg; cuda_regularization.cu) ----
+  void l1_l2_penalty(int64_t n, const float* x, float l1, float l2, double scale, double* acc,
+                     float grad_scale, float* grad) override;
+  void norm_constraint(int64_t outer, int64_t reduce, int64_t inner, float min_value,
+                       float max_value, float rate, float* w) override;
+  void non_neg_constraint(int64_t n, float* w) override;
+  void offdiag_abs_penalty(int64_t rows, const float* p, float factor, double scale, double* acc,
+                           float* dp) override;
 
  private:
   // Each runs its pass through cuDNN and returns true, or returns false

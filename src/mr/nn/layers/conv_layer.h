@@ -37,8 +37,10 @@ class ConvLayer : public Layer {
     binit_ = r.initializer("bias_initializer", "zeros", 1);
     kopt_ = r.weight_options("kernel");
     bopt_ = r.weight_options("bias");
-    for (const char* k : {"activity_regularizer", "lora_rank", "lora_alpha"}) r.must_be_null(k);
+    activity_ = r.activity_regularizer();
+    for (const char* k : {"lora_rank", "lora_alpha"}) r.must_be_null(k);
   }
+  Json activity_regularizer() const override { return activity_; }
 
   Shape output_shape(const std::vector<Shape>& in) const override {
     const ConvGeometry g = geometry(in);
@@ -107,7 +109,7 @@ class ConvLayer : public Layer {
     // Keras' order: the regularizers, activity_regularizer, the constraints.
     c["kernel_regularizer"] = kopt_.regularizer;
     c["bias_regularizer"] = bopt_.regularizer;
-    c["activity_regularizer"] = nullptr;
+    c["activity_regularizer"] = activity_;
     c["kernel_constraint"] = kopt_.constraint;
     c["bias_constraint"] = bopt_.constraint;
     return c;
@@ -139,6 +141,7 @@ class ConvLayer : public Layer {
   bool use_bias_ = true;
   Initializer kinit_, binit_;
   WeightOptions kopt_, bopt_;
+  Json activity_;
 };
 
 }  // namespace mr

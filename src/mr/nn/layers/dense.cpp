@@ -17,10 +17,11 @@ class Dense final : public Layer {
     binit_ = r.initializer("bias_initializer", "zeros", 1);
     kopt_ = r.weight_options("kernel");
     bopt_ = r.weight_options("bias");
-    for (const char* k : {"activity_regularizer", "lora_rank", "lora_alpha", "quantization_config"})
-      r.must_be_null(k);
+    activity_ = r.activity_regularizer();
+    for (const char* k : {"lora_rank", "lora_alpha", "quantization_config"}) r.must_be_null(k);
   }
   const char* class_name() const override { return "Dense"; }
+  Json activity_regularizer() const override { return activity_; }
   Shape output_shape(const std::vector<Shape>& in) const override {
     expect_inputs(who_, in, 1);
     MR_CHECK(in[0].rank() >= 1, shape, who_, " needs an input of rank >= 1 per sample, got ",
@@ -67,6 +68,8 @@ class Dense final : public Layer {
   }
   Json config() const override {
     Json c = base_config(name_);
+    // Keras' base Layer writes it after dtype, only when there is one.
+    if (!activity_.is_null()) c["activity_regularizer"] = activity_;
     c["units"] = units_;
     c["activation"] = activation_name(act_);
     c["use_bias"] = use_bias_;
@@ -84,6 +87,7 @@ class Dense final : public Layer {
   bool use_bias_ = true;
   Initializer kinit_, binit_;
   WeightOptions kopt_, bopt_;
+  Json activity_;
 };
 
 }  // namespace

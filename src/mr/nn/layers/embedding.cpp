@@ -26,13 +26,14 @@ class Embedding final : public Layer {
     if (output_dim_ < 1) r.bad("output_dim", "a positive integer");
     init_ = r.initializer("embeddings_initializer", "uniform", 0);
     opt_ = r.weight_options("embeddings");
-    r.must_be_null("activity_regularizer");
+    activity_ = r.activity_regularizer();
     r.must_equal("mask_zero", false);
     for (const char* k : {"lora_rank", "lora_alpha", "quantization_config", "weights"})
       r.must_be_null(k);
     r.take("input_length");  // Keras 3 drops it (deprecated, ignored)
   }
   const char* class_name() const override { return "Embedding"; }
+  Json activity_regularizer() const override { return activity_; }
   Shape output_shape(const std::vector<Shape>& in) const override {
     expect_inputs(who_, in, 1);
     std::vector<int64_t> d = in[0].dims();
@@ -64,7 +65,7 @@ class Embedding final : public Layer {
     c["output_dim"] = output_dim_;
     c["embeddings_initializer"] = initializer_to_keras(init_);
     c["embeddings_regularizer"] = opt_.regularizer;
-    c["activity_regularizer"] = nullptr;
+    c["activity_regularizer"] = activity_;
     c["embeddings_constraint"] = opt_.constraint;
     c["mask_zero"] = false;
     c["quantization_config"] = nullptr;
@@ -76,6 +77,7 @@ class Embedding final : public Layer {
   int64_t input_dim_ = 0, output_dim_ = 0;
   Initializer init_;
   WeightOptions opt_;
+  Json activity_;
 };
 
 }  // namespace

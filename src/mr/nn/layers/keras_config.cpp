@@ -1,6 +1,7 @@
 #include "nn/layers/keras_config.h"
 
 #include "core/error.h"
+#include "nn/regularization.h"
 
 namespace mr {
 
@@ -118,9 +119,21 @@ WeightOptions ConfigReader::weight_options(const char* weight) {
   WeightOptions o;
   const std::string reg = std::string(weight) + "_regularizer";
   const std::string con = std::string(weight) + "_constraint";
-  must_be_null(reg.c_str());  // regularizers and constraints are not implemented yet
-  must_be_null(con.c_str());
+  if (const Json* v = get(reg.c_str())) o.regularizer = keras_regularizer(*v, who() + " " + reg);
+  if (const Json* v = get(con.c_str())) o.constraint = keras_constraint(*v, who() + " " + con);
   return o;
+}
+
+Json ConfigReader::activity_regularizer() {
+  const Json* v = get("activity_regularizer");
+  if (v == nullptr) return nullptr;
+  Json r = keras_regularizer(*v, who() + " activity_regularizer");
+  // Keras applies it to the whole batch's output: its pairs of rows would
+  // span replicas, so the value would depend on the replica count.
+  MR_CHECK(r.is_null() || r["class_name"] != "OrthogonalRegularizer", value, who(),
+           ": OrthogonalRegularizer is supported as a weight regularizer only, not as "
+           "activity_regularizer");
+  return r;
 }
 
 void write_weight_options(

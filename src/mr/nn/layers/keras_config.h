@@ -41,6 +41,8 @@ class ConfigReader {
   uint64_t seed(const char* key, bool* given);
   // "<weight>_regularizer" and "<weight>_constraint" of weight `weight`.
   WeightOptions weight_options(const char* weight);
+  // "activity_regularizer", as keras_regularizer() writes it (null: none).
+  Json activity_regularizer();
   // Options mirrored does not implement: absent, null, or equal to `def`.
   void must_be_null(const char* key);
   void must_equal(const char* key, const Json& def);
