@@ -102,6 +102,10 @@ class Layer {
   // of the step (Backend::prepare_conv) asks for them here.
   virtual void prepare(Backend& /*be*/, const std::vector<Shape>& /*in*/,
                        int64_t /*max_rows*/) const {}
+  // Whether the layer runs in inference mode in training steps once frozen
+  // (trainable = FALSE): Keras 3's BatchNormalization does (it then uses and
+  // keeps its moving statistics); every other layer behaves as when trainable.
+  virtual bool frozen_runs_inference() const { return false; }
 };
 
 }  // namespace mr

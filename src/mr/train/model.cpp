@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "train/frozen.h"
 
 namespace mr {
 
@@ -76,6 +77,7 @@ void Model::compile(const CompileConfig& config) {
   }
   c.loss = c.outputs[0].loss;
   c.metrics = c.outputs[0].metrics;
+  resolve_frozen(*graph_, c);
   config_ = c;
   state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
   compiled_ = true;

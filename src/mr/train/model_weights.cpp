@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "io/keras_weights.h"
+#include "train/frozen.h"
 
 namespace mr {
 
@@ -59,7 +60,8 @@ Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
     file.learning_rate = oc.learning_rate;
     std::vector<std::vector<float>> slots;
     for (int k = 0; k < slot_count(oc); ++k) slots.push_back(model.get_slot(k, 0));
-    for (const auto& kp : keras_slot_order(oc, static_cast<int>(g.params().size())))
+    for (const auto& kp : trainable_slot_order(
+             keras_slot_order(oc, static_cast<int>(g.params().size())), model.config().trainable))
       file.optimizer_vars.push_back(
           slice(slots[static_cast<size_t>(kp.first)], g.params()[static_cast<size_t>(kp.second)]));
   }
@@ -83,7 +85,9 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
   std::vector<std::pair<int, int>> order;
   if (load_optimizer && model.compiled()) {
     expect.optimizer = true;
-    order = keras_slot_order(model.config().optimizer, static_cast<int>(params.size()));
+    order = trainable_slot_order(
+        keras_slot_order(model.config().optimizer, static_cast<int>(params.size())),
+        model.config().trainable);
     for (const auto& kp : order) expect.optimizer_shapes.push_back(params[kp.second].shape);
   }
   const KerasWeightsRead read = read_weights_h5(image, what, expect);
