@@ -20,6 +20,7 @@
 #include "core/conv_geometry.h"
 #include "core/dtype.h"
 #include "core/step_scalars.h"
+#include "core/update_ops.h"
 #include "core/wait.h"
 
 namespace mr {
@@ -404,6 +405,44 @@ class Backend {
   virtual std::string conv_path(const ConvGeometry& g, int64_t /*rows*/) {
     return g.pointwise() ? "gemm" : "im2col";
   }
+  // ---- the update pipeline (issue 13, i13-opt: train/update.cpp) --------------
+  // Segments are variables of the flat parameter buffer: `seg` is a device
+  // array of 2 * nseg int64 (offset, size) in floats, made at compile().
+  // Implementations: cpu_update.cpp, cuda_update.cu; per-element formulas in
+  // backends/common/optimizer_math.h.
+  //
+  // out[k] = sum of x[i]^2 over segment k, accumulated in double in a fixed
+  // order (the result depends only on x). nseg == 0 does nothing.
+  virtual void segment_sumsq(int64_t nseg, const int64_t* seg, const float* x, double* out) = 0;
+  // Keras' _clip_gradients over the segments of g, in place (c > 0):
+  //   value: g = clip(g, -c, c), NaN stays NaN;
+  //   norm: per segment k, l = sqrt(sumsq[k]) (0 when sumsq[k] <= 0),
+  //         g = g * c / max(l, c) (tf.clip_by_norm);
+  //   global_norm: l = sqrt(sum_k sumsq[k]) (summed in k order),
+  //         g = g * (c * min(1 / l, 1 / c) + (l - l)) (NaN / Inf l: NaN).
+  // sumsq is segment_sumsq(g) (unused by value).
+  virtual void clip_gradients(GradientClip mode, float c, int64_t nseg, const int64_t* seg,
+                              float* g, const double* sumsq) = 0;
+  // One element-wise update of n floats with rule `rule` (Keras 3's formulas,
+  // optimizer_math.h), weight decay first when s->wd_lr > 0. Slots: adagrad
+  // s0 = accumulator; adadelta s0 = accumulated_grad, s1 = accumulated_delta_var;
+  // adamax s0 = m, s1 = u; nadam s0 = m, s1 = v; ftrl s0 = accumulator,
+  // s1 = linear; lion s0 = m. Unused slots may be null.
+  virtual void optimizer_update(UpdateRule rule, int64_t n, float* w, const float* g, float* s0,
+                                float* s1, const StepScalars* s, const UpdateHyper& h) = 0;
+  // Lamb, first part: weight decay, m and v as Adam's, and the update
+  // r = (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) (1 - b^t from s->opt[0..1]).
+  // r may alias g.
+  virtual void lamb_moments(int64_t n, float* w, const float* g, float* m, float* v, float* r,
+                            const StepScalars* s, const UpdateHyper& h) = 0;
+  // Lamb, second part: per segment k, with wn = sqrt(w_sq[k]), rn = sqrt(r_sq[k]),
+  // ratio = wn > 0 && rn > 0 ? wn / rn : 1, w -= ratio * s->lr * r.
+  virtual void lamb_apply(int64_t nseg, const int64_t* seg, float* w, const float* r,
+                          const double* w_sq, const double* r_sq, const StepScalars* s) = 0;
+  // EMA: avg = m * avg + (1 - m) * w with m = s->ema_momentum.
+  virtual void ema_update(int64_t n, float* avg, const float* w, const StepScalars* s) = 0;
+  // Gradient accumulation's applying step: g = (g + acc) / steps, then acc = 0.
+  virtual void accumulate_apply(int64_t n, float* g, float* acc, float steps) = 0;
 
  private:
   WaitLimits limits_;

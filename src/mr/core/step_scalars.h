@@ -15,6 +15,14 @@ struct StepScalars {
   float wd_lr = 0.0f;       // weight decay * learning rate (decoupled decay)
   float loss_scale = 1.0f;  // mixed precision's loss scale (1 until then)
   uint64_t step = 0;        // global training step: keys random masks
+  // ---- the update pipeline (issue 13, i13-opt: nn/optimizer.cpp fills them) --
+  // opt: the optimizer's per-step factors, computed on the host from the
+  // iteration in float32 as Keras computes them (nn/optimizer.cpp names
+  // them per rule: e.g. Adamax 1 - beta_1^t, Nadam's u_t, u_t+1 and
+  // u_product, Lamb's bias corrections).
+  float opt[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  float ema_momentum = 0.0f;  // EMA: 0 on the first update (Keras), else ema_momentum
+  float reserved = 0.0f;      // keeps the size a multiple of 8 bytes
 };
 
 }  // namespace mr

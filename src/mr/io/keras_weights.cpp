@@ -24,8 +24,9 @@ Bytes write_weights_h5(const KerasWeightsFile& file,
     w.group("optimizer/vars");
     w.attr_string("optimizer/vars", "name", file.optimizer_name);
     w.scalar_i64("optimizer/vars/0", file.iterations);
-    w.scalar_f32("optimizer/vars/1", static_cast<float>(file.learning_rate));
-    int i = 2;
+    int i = 1;
+    if (file.has_learning_rate)
+      w.scalar_f32("optimizer/vars/" + std::to_string(i++), static_cast<float>(file.learning_rate));
     for (const HostTensor& t : file.optimizer_vars)
       w.dataset_f32("optimizer/vars/" + std::to_string(i++), t.shape.dims(), t.values.data());
   }
@@ -112,19 +113,22 @@ KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
   }
   if (expect.optimizer && r.is_group("optimizer/vars")) {
     const int have = count_vars(r, "optimizer/vars");
-    const int full = static_cast<int>(expect.optimizer_shapes.size()) + 2;
-    if (have == full || have == 2) {
+    // The iteration, the learning rate unless it is a schedule, the slots.
+    const int base = expect.learning_rate_var ? 2 : 1;
+    const int full = static_cast<int>(expect.optimizer_shapes.size()) + base;
+    if (have == full || have == base) {
       out.file.has_optimizer = true;
       out.file.iterations = r.read_scalar_i64("optimizer/vars/0");
       if (out.file.iterations < 0)
         fail(ErrorKind::io, what, ": negative optimizer iteration count");
-      out.file.learning_rate = r.read_scalar("optimizer/vars/1");
-      for (int i = 2; have > 2 && i < have; ++i) {
-        const Shape& s = expect.optimizer_shapes[static_cast<size_t>(i - 2)];
+      out.file.has_learning_rate = expect.learning_rate_var;
+      if (expect.learning_rate_var) out.file.learning_rate = r.read_scalar("optimizer/vars/1");
+      for (int i = base; have > base && i < have; ++i) {
+        const Shape& s = expect.optimizer_shapes[static_cast<size_t>(i - base)];
         out.file.optimizer_vars.push_back(
             {s, r.read_f32("optimizer/vars/" + std::to_string(i), s.dims())});
       }
-      out.optimizer = have == 2 ? "partial" : "loaded";
+      out.optimizer = have == base ? "partial" : "loaded";
     } else {
       out.optimizer = "mismatch";
     }

@@ -6,7 +6,8 @@
 //   /layers/<group>/vars/<i>       attr name = layer name; variable i of the
 //                                  layer, in the layer's order
 //   /optimizer/vars/0              iteration (int64 scalar)
-//   /optimizer/vars/1              learning_rate (float32 scalar)
+//   /optimizer/vars/1              learning_rate (float32 scalar), absent when
+//                                  the learning rate is a schedule
 //   /optimizer/vars/2...           the optimizer's variables, in Keras' order
 #pragma once
 
@@ -37,6 +38,7 @@ struct KerasWeightsFile {
   std::string optimizer_name;
   int64_t iterations = 0;
   double learning_rate = 0;
+  bool has_learning_rate = true;  // false: a schedule (Keras writes no variable)
   std::vector<HostTensor> optimizer_vars;  // after the iteration and the learning rate
 };
 
@@ -55,6 +57,7 @@ struct KerasWeightsExpect {
   };
   std::vector<Layer> layers;
   bool optimizer = false;
+  bool learning_rate_var = true;  // false: the optimizer's learning rate is a schedule
   std::vector<Shape> optimizer_shapes;
 };
 

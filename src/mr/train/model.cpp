@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "train/frozen.h"
+#include "train/param_ranges.h"
 
 namespace mr {
 
@@ -80,15 +81,39 @@ void Model::compile(const CompileConfig& config) {
   resolve_frozen(*graph_, c);
   config_ = c;
   state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
+  // Slots that do not start at zero (Adagrad's and Ftrl's accumulators).
+  for (int k = 0; k < slot_count(config_.optimizer); ++k) {
+    const float v = slot_initial_value(config_.optimizer, k);
+    if (v != 0.0f) state_.set_slot(k, std::vector<float>(graph_->param_floats(), v));
+  }
+  // Frozen variables (CompileConfig::trainable) are left out of the ranges:
+  // neither all-reduced nor updated.
+  std::vector<UpdateRange> ranges;
+  if (config_.trainable.empty()) {
+    ranges.push_back(UpdateRange{0, graph_->param_floats()});
+  } else {
+    for (const ParamRange& r : trainable_ranges(*graph_, config_.trainable))
+      ranges.push_back(UpdateRange{r.offset, r.size});
+  }
+  step_.update().prepare(config_.optimizer, ranges);
   compiled_ = true;
 }
 
 void Model::set_learning_rate(double lr) {
   MR_CHECK(compiled_, value, "the model is not compiled");
+  // Keras refuses to set the learning rate of an optimizer made with a schedule.
+  MR_CHECK(config_.optimizer.schedule.kind == LrSchedule::Kind::constant, value,
+           "this optimizer was created with a learning rate schedule; its learning rate is not "
+           "settable");
   OptimizerConfig c = config_.optimizer;
   c.learning_rate = lr;
   validate(c);
   config_.optimizer.learning_rate = lr;
+}
+
+void Model::finalize_optimizer() {
+  MR_CHECK(compiled_, value, "the model is not compiled");
+  step_.update().finalize(config_.optimizer);
 }
 
 std::vector<float> Model::get_slot(int k, int rank) const {
@@ -99,6 +124,28 @@ std::vector<float> Model::get_slot(int k, int rank) const {
 void Model::set_slot(int k, const std::vector<float>& flat) {
   MR_CHECK(compiled_, value, "no optimizer slot ", k);
   state_.set_slot(k, flat);
+}
+
+int Model::accumulator_slot() const {
+  if (!compiled_ || config_.optimizer.gradient_accumulation_steps <= 0) return -1;
+  return slot_count(config_.optimizer) - 1;  // slot_names(): always last
+}
+
+std::vector<float> Model::get_accumulator() const {
+  const int k = accumulator_slot();
+  MR_CHECK(k >= 0, value, "the optimizer accumulates no gradients");
+  std::vector<float> total = state_.get_slot(k, 0);
+  for (int r = 1; r < replicas_.size(); ++r) {
+    const std::vector<float> part = state_.get_slot(k, r);
+    for (size_t i = 0; i < total.size(); ++i) total[i] += part[i];
+  }
+  return total;
+}
+
+void Model::set_accumulator(const std::vector<float>& flat) {
+  const int k = accumulator_slot();
+  MR_CHECK(k >= 0, value, "the optimizer accumulates no gradients");
+  state_.set_slot_first_only(k, flat);
 }
 
 int64_t Model::output_width(int k) const {

@@ -62,10 +62,17 @@ class Model {
   const CompileConfig& config() const { return config_; }
   void set_learning_rate(double lr);
   int64_t iterations() const { return state_.iterations; }
+  // Keras' optimizer.finalize_variable_values at the end of fit() (EMA).
+  void finalize_optimizer();
   void set_iterations(int64_t n) { state_.iterations = n; }
   // Slot buffer k (slot_names() order) of replica `rank`.
   std::vector<float> get_slot(int k, int rank = 0) const;
   void set_slot(int k, const std::vector<float>& flat);
+  // The gradient accumulator's value: the sum of the replicas' local sums
+  // (get) / all of it on the first replica (set). -1: no accumulator.
+  int accumulator_slot() const;
+  std::vector<float> get_accumulator() const;
+  void set_accumulator(const std::vector<float>& flat);
 
   // One optimizer step on a global batch: split, forward, loss, backward,
   // all-reduce, update. start/finish let the caller prepare the next batch

@@ -9,18 +9,31 @@
 namespace mr {
 
 std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params) {
-  const int slots = slot_count(c);
+  const int rule = rule_slot_count(c);
+  using K = OptimizerConfig::Kind;
   std::vector<std::vector<int>> blocks;
-  if (c.kind == OptimizerConfig::Kind::adam || c.kind == OptimizerConfig::Kind::adamw) {
+  // BaseOptimizer.build makes the EMA averages, then the gradient
+  // accumulators, before the rule's own slots (slot_names() puts them last).
+  int extra = rule;
+  if (c.use_ema) blocks.push_back({extra++});
+  if (c.gradient_accumulation_steps > 0) blocks.push_back({extra++});
+  if (c.kind == K::adam || c.kind == K::adamw) {
     blocks.push_back({0, 1});
-    if (slots > 2) blocks.push_back({2});
+    if (rule > 2) blocks.push_back({2});
+  } else if (c.kind == K::sgd || c.kind == K::rmsprop) {
+    for (int k = 0; k < rule; ++k) blocks.push_back({k});
   } else {
-    for (int k = 0; k < slots; ++k) blocks.push_back({k});
+    // add_optimizer_variables(vars, [names]) interleaves them per variable.
+    std::vector<int> all;
+    for (int k = 0; k < rule; ++k) all.push_back(k);
+    blocks.push_back(all);
   }
   std::vector<std::pair<int, int>> out;
   for (const auto& block : blocks)
     for (int p = 0; p < n_params; ++p)
       for (int k : block) out.emplace_back(k, p);
+  // Nadam's u_product scalar comes last (created after its slots).
+  if (c.kind == K::nadam) out.emplace_back(kNadamUProduct, -1);
   return out;
 }
 
@@ -58,12 +71,23 @@ Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
     file.optimizer_name = layout.optimizer_name;
     file.iterations = model.iterations();
     file.learning_rate = oc.learning_rate;
+    file.has_learning_rate = oc.schedule.kind == LrSchedule::Kind::constant;
     std::vector<std::vector<float>> slots;
-    for (int k = 0; k < slot_count(oc); ++k) slots.push_back(model.get_slot(k, 0));
+    for (int k = 0; k < slot_count(oc); ++k)
+      slots.push_back(k == model.accumulator_slot() ? model.get_accumulator()
+                                                    : model.get_slot(k, 0));
+    // Keras 3 has optimizer variables for the trainable variables only.
     for (const auto& kp : trainable_slot_order(
-             keras_slot_order(oc, static_cast<int>(g.params().size())), model.config().trainable))
+             keras_slot_order(oc, static_cast<int>(g.params().size())), model.config().trainable)) {
+      if (kp.first == kNadamUProduct) {
+        // u_product after the updates done so far (iterations - 1 is the last).
+        const float u = model.iterations() > 0 ? nadam_u_product(oc, model.iterations() - 1) : 1.0f;
+        file.optimizer_vars.push_back({Shape(std::vector<int64_t>{}), {u}});
+        continue;
+      }
       file.optimizer_vars.push_back(
           slice(slots[static_cast<size_t>(kp.first)], g.params()[static_cast<size_t>(kp.second)]));
+    }
   }
   return write_weights_h5(file, root_attrs, what);
 }
@@ -88,7 +112,12 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
     order = trainable_slot_order(
         keras_slot_order(model.config().optimizer, static_cast<int>(params.size())),
         model.config().trainable);
-    for (const auto& kp : order) expect.optimizer_shapes.push_back(params[kp.second].shape);
+    expect.learning_rate_var =
+        model.config().optimizer.schedule.kind == LrSchedule::Kind::constant;
+    for (const auto& kp : order)
+      expect.optimizer_shapes.push_back(kp.first == kNadamUProduct
+                                            ? Shape(std::vector<int64_t>{})
+                                            : params[static_cast<size_t>(kp.second)].shape);
   }
   const KerasWeightsRead read = read_weights_h5(image, what, expect);
 
@@ -112,11 +141,13 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
   std::vector<std::vector<float>> slots;
   if (read.file.has_optimizer) {
     res.iterations = read.file.iterations;
-    res.learning_rate = read.file.learning_rate;
+    res.learning_rate = read.file.has_learning_rate ? read.file.learning_rate
+                                                    : model.config().optimizer.learning_rate;
     const OptimizerConfig& oc = model.config().optimizer;
     for (int k = 0; k < slot_count(oc); ++k) slots.emplace_back(flat.size(), 0.0f);
     for (size_t i = 0; i < read.file.optimizer_vars.size(); ++i) {
       const auto& kp = order[i];
+      if (kp.first == kNadamUProduct) continue;  // a function of the iterations
       const auto& v = read.file.optimizer_vars[i].values;
       std::copy(v.begin(), v.end(),
                 slots[static_cast<size_t>(kp.first)].begin() + params[kp.second].offset);
@@ -126,7 +157,12 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
   model.set_params(flat);
   model.set_state(state);
   if (res.optimizer == "loaded" || res.optimizer == "partial") {
-    for (size_t k = 0; k < slots.size(); ++k) model.set_slot(static_cast<int>(k), slots[k]);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (static_cast<int>(k) == model.accumulator_slot())
+        model.set_accumulator(slots[k]);
+      else
+        model.set_slot(static_cast<int>(k), slots[k]);
+    }
     model.set_iterations(res.iterations);
   }
   return res;

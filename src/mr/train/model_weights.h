@@ -33,7 +33,11 @@ struct KerasWeightsLayout {
 // (slot = index into slot_names(c), parameter = index into Graph::params()):
 // Adam/AdamW create momentum and velocity together per variable, then the
 // AMSGrad velocity_hat per variable; SGD and RMSprop create each kind of slot
-// for all variables before the next kind.
+// for all variables before the next kind; the optimizers of issue 13
+// interleave theirs per variable. EMA's averages, then the gradient
+// accumulators, come first; Nadam's u_product scalar last, as
+// (kNadamUProduct, -1).
+constexpr int kNadamUProduct = -1;
 std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params);
 
 Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,

@@ -53,7 +53,7 @@ struct Step::Replica {
 };
 
 Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
-    : graph_(graph), replicas_(replicas), state_(state) {
+    : graph_(graph), replicas_(replicas), state_(state), update_(graph, replicas, state) {
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -177,9 +177,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     const float scale = 1.0f / static_cast<float>(global_rows);
     if (count > 0) losses(r, config, count, scale);
     rep.exec->backward(ps, state_.grads(r));
-    replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
-    apply_update(be, config.optimizer, state_.scalars(r), graph_.param_floats(), state_.params(r),
-                 state_.grads(r), state_.slots(r));
+    // Accumulation, all-reduce, clipping, the update, EMA (train/update.h).
+    update_.run(r, config.optimizer, iteration, state_.scalars(r));
   });
 }
 

@@ -21,6 +21,7 @@
 #include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "train/training_state.h"
+#include "train/update.h"
 
 namespace mr {
 
@@ -76,6 +77,9 @@ class Step {
 
   std::vector<int64_t> rows_last() const;
 
+  // The post-backward pipeline (train/update.h): prepared by compile().
+  UpdatePipeline& update() { return update_; }
+
  private:
   struct Replica;
   // Stages replica `rank`'s slice of `batch`; returns (begin, count).
@@ -92,6 +96,7 @@ class Step {
   ReplicaSet& replicas_;
   TrainingState& state_;
   std::vector<std::unique_ptr<Replica>> reps_;
+  UpdatePipeline update_;
 };
 
 }  // namespace mr

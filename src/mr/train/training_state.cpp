@@ -92,6 +92,18 @@ void TrainingState::set_slot(int k, const std::vector<float>& flat) {
   upload_and_broadcast(flat, [k](Buffers& b) { return b.slots[static_cast<size_t>(k)].get(); });
 }
 
+void TrainingState::set_slot_first_only(int k, const std::vector<float>& flat) {
+  MR_CHECK(k >= 0 && k < slot_count_, value, "no optimizer slot ", k);
+  MR_CHECK(static_cast<int64_t>(flat.size()) == graph_.param_floats(), shape, "slot size mismatch");
+  const std::vector<float> zeros(flat.size(), 0.0f);
+  for (int r = 0; r < replicas_.size(); ++r) {
+    Backend& be = replicas_.backend(r);
+    be.upload(buffers_[static_cast<size_t>(r)].slots[static_cast<size_t>(k)].get(),
+              (r == 0 ? flat : zeros).data(), flat.size() * sizeof(float));
+    be.synchronize();  // the host vectors die at return
+  }
+}
+
 void TrainingState::reset_metrics() {
   samples_seen = 0;
   const std::vector<double> zeros(metric_doubles_, 0.0);

@@ -5,7 +5,9 @@
 //
 // Invariant: after every public call returns, all replicas hold
 // bit-identical parameters, state and slots (a set broadcasts from the
-// first replica).
+// first replica) — except the gradient accumulator slot (train/update.h),
+// which holds each replica's local sum between applying steps: its value is
+// the sum over replicas (set_slot_first_only() puts it back that way).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +35,10 @@ class TrainingState {
     return static_cast<double*>(buffers_[static_cast<size_t>(rank)].metrics.get());
   }
   std::vector<float*> slots(int rank);
+  // Slot k of replica `rank` (no allocation: the step's accessor).
+  float* slot_ptr(int rank, int k) {
+    return f(buffers_[static_cast<size_t>(rank)].slots[static_cast<size_t>(k)]);
+  }
   const void* param_buffer(int rank) const {
     return buffers_[static_cast<size_t>(rank)].params.get();
   }
@@ -48,6 +54,9 @@ class TrainingState {
   void set_state(const std::vector<float>& flat);
   std::vector<float> get_slot(int k, int rank) const;
   void set_slot(int k, const std::vector<float>& flat);
+  // Slot k = flat on the first replica and zeros on the others (a gradient
+  // accumulator, whose value is the sum over replicas).
+  void set_slot_first_only(int k, const std::vector<float>& flat);
 
   int64_t iterations = 0;    // applied updates (Keras' optimizer.iterations)
   int64_t samples_seen = 0;  // since reset_metrics()

@@ -183,6 +183,19 @@ class CudaBackend final : public Backend {
                       const StepScalars* s, float rho, float momentum, float epsilon) override;
   const StepScalars* stage_scalars(const StepScalars& s) override;
 
+  // ---- the update pipeline (issue 13, i13-opt; cuda_update.cu) ----------------
+  void segment_sumsq(int64_t nseg, const int64_t* seg, const float* x, double* out) override;
+  void clip_gradients(GradientClip mode, float c, int64_t nseg, const int64_t* seg, float* g,
+                      const double* sumsq) override;
+  void optimizer_update(UpdateRule rule, int64_t n, float* w, const float* g, float* s0, float* s1,
+                        const StepScalars* s, const UpdateHyper& h) override;
+  void lamb_moments(int64_t n, float* w, const float* g, float* m, float* v, float* r,
+                    const StepScalars* s, const UpdateHyper& h) override;
+  void lamb_apply(int64_t nseg, const int64_t* seg, float* w, const float* r, const double* w_sq,
+                  const double* r_sq, const StepScalars* s) override;
+  void ema_update(int64_t n, float* avg, const float* w, const StepScalars* s) override;
+  void accumulate_apply(int64_t n, float* g, float* acc, float steps) override;
+
   // ---- shape and merge ops (issue 12; cpu_strided.cpp / cuda_strided.cu) -----
   void strided_copy(const StridedCopy& c, const float* src, float* dst) override;
   void extremum(int64_t n, bool is_max, const float* a, const float* b, float* out) override;

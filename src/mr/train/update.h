@@ -1,0 +1,82 @@
+// What happens to a replica's gradients after backward, in Keras 3's order
+// (BaseOptimizer.apply / _backend_apply_gradients):
+//   (a) gradient accumulation: on a step that does not apply, the local
+//       gradients are added to the accumulator and nothing else happens (no
+//       all-reduce); the applying step (every n-th, counted by iterations)
+//       uses (g + acc) / n and zeroes the accumulator;
+//   (b) the all-reduce (SUM) of the trainable ranges only;
+//   (c) regularization gradients (a hook, filled by the regularizers' code);
+//   (d) clipping: clipvalue, clipnorm (per variable) or global_clipnorm (the
+//       norm of the all-reduced gradient, so the same on any replica count);
+//   (e) the update with the step's learning rate (a schedule's value at the
+//       iteration, in the step's device block);
+//   (f) constraints (a hook);
+//   (g) EMA of the trainable weights (every step, as Keras), and the
+//       overwrite of the weights with it every ema_overwrite_frequency steps.
+// Frozen (non-trainable) ranges get no all-reduce and no update.
+//
+// Invariant: nothing here allocates or synchronises inside a step: the
+// segment tables and sum buffers are sized by prepare() (compile()), and the
+// per-step choices (apply or accumulate, overwrite or not) are host
+// arithmetic on the iteration, the same on every replica.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "dist/replica_set.h"
+#include "nn/graph.h"
+#include "nn/optimizer.h"
+#include "train/training_state.h"
+
+namespace mr {
+
+// A run of floats of the flat parameter buffer.
+struct UpdateRange {
+  int64_t offset = 0, size = 0;
+};
+
+class UpdatePipeline {
+ public:
+  UpdatePipeline(const Graph& graph, ReplicaSet& replicas, TrainingState& state);
+  ~UpdatePipeline();
+
+  // At compile(): `trainable` lists the ranges of the flat parameter buffer
+  // the optimizer updates (every variable: one range of param_floats()).
+  // Variables (Graph::params()) inside them are the segments of the
+  // per-variable norms. Allocates the per-replica device tables.
+  void prepare(const OptimizerConfig& c, const std::vector<UpdateRange>& trainable);
+
+  // Replica `rank`'s part of training step `iteration` + 1, after backward
+  // wrote its local gradients; `s` is the step's device block.
+  void run(int rank, const OptimizerConfig& c, int64_t iteration, const StepScalars* s);
+
+  // Keras' finalize_variable_values at the end of fit(): with use_ema, the
+  // trainable weights take their moving averages (every replica).
+  void finalize(const OptimizerConfig& c);
+
+  // Hooks, called on replica threads with the replica's rank, backend and
+  // its parameter and (all-reduced) gradient buffers. Empty: skipped.
+  using Hook = std::function<void(int rank, Backend& be, float* params, float* grads)>;
+  void set_regularization_hook(Hook h) { regularization_ = std::move(h); }
+  void set_constraint_hook(Hook h) { constraints_ = std::move(h); }
+
+  const std::vector<UpdateRange>& ranges() const { return ranges_; }
+
+ private:
+  struct Replica;
+  void apply_rule(int rank, const OptimizerConfig& c, const StepScalars* s);
+
+  const Graph& graph_;
+  ReplicaSet& replicas_;
+  TrainingState& state_;
+  std::vector<UpdateRange> ranges_;    // trainable runs of floats
+  std::vector<UpdateRange> segments_;  // trainable variables
+  std::vector<std::unique_ptr<Replica>> reps_;
+  Hook regularization_, constraints_;
+};
+
+}  // namespace mr
