@@ -112,8 +112,7 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
     order = trainable_slot_order(
         keras_slot_order(model.config().optimizer, static_cast<int>(params.size())),
         model.config().trainable);
-    expect.learning_rate_var =
-        model.config().optimizer.schedule.kind == LrSchedule::Kind::constant;
+    expect.learning_rate_var = model.config().optimizer.schedule.kind == LrSchedule::Kind::constant;
     for (const auto& kp : order)
       expect.optimizer_shapes.push_back(kp.first == kNadamUProduct
                                             ? Shape(std::vector<int64_t>{})
