@@ -185,6 +185,18 @@ cpp_read_npz <- function(path) {
     .Call(`_mirrored_cpp_read_npz`, path)
 }
 
+cpp_lr_schedule_values <- function(schedule, steps) {
+    .Call(`_mirrored_cpp_lr_schedule_values`, schedule, steps)
+}
+
+cpp_model_current_learning_rate <- function(ptr) {
+    .Call(`_mirrored_cpp_model_current_learning_rate`, ptr)
+}
+
+cpp_model_finalize_optimizer <- function(ptr) {
+    invisible(.Call(`_mirrored_cpp_model_finalize_optimizer`, ptr))
+}
+
 cpp_json_parse <- function(text, what) {
     .Call(`_mirrored_cpp_json_parse`, text, what)
 }

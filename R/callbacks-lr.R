@@ -115,3 +115,68 @@ ReduceLROnPlateau <- R6::R6Class("ReduceLROnPlateau",
     }
   )
 )
+
+# ---- callback_learning_rate_scheduler() --------------------------------------
+
+#' Set the learning rate at the start of every epoch from a function
+#'
+#' At the beginning of every epoch the callback calls
+#' `schedule(epoch, learning_rate)` with the epoch index **counted from 0**
+#' (as keras3 passes it) and the optimizer's current learning rate, and sets
+#' the optimizer's learning rate to the number it returns. A `schedule` of one
+#' argument is called as `schedule(epoch)`. The learning rate is added to
+#' the epoch logs as `learning_rate`. With `verbose = 1` each epoch prints
+#' `Epoch N: LearningRateScheduler setting learning rate to X.`
+#'
+#' @param schedule A function of the epoch index (from 0) and the current
+#'   learning rate, returning the new learning rate (a number).
+#' @param verbose 0 (quiet) or 1 (print a message every epoch).
+#' @returns A callback instance.
+#' @export
+#' @family callbacks
+#' @seealso [callback_reduce_lr_on_plateau()], [learning_rate_schedule_exponential_decay()]
+#' @examples
+#' cb <- callback_learning_rate_scheduler(function(epoch, lr) {
+#'   if (epoch < 2) lr else lr * exp(-0.1)
+#' })
+#' cb$verbose
+callback_learning_rate_scheduler <- function(schedule, verbose = 0L) {
+  if (!is.function(schedule)) abort_arg("schedule", "a function(epoch, lr)", schedule)
+  verbose <- check_number_arg(verbose, "verbose", min = 0, whole = TRUE)
+  LearningRateScheduler$new(schedule, verbose)
+}
+
+LearningRateScheduler <- R6::R6Class("LearningRateScheduler",
+  inherit = CallbackBase,
+  public = list(
+    schedule = NULL, verbose = NULL,
+    initialize = function(schedule, verbose) {
+      self$schedule <- schedule
+      self$verbose <- verbose
+    },
+    on_epoch_begin = function(epoch, logs = NULL) {
+      optimizer <- self$model$optimizer
+      # mirrored's callbacks count epochs from 1; keras3 hands the schedule
+      # Keras' 0-based index.
+      index <- as.integer(epoch) - 1L
+      lr <- as_float32(as.numeric(optimizer$learning_rate))
+      new_lr <- if (length(formals(self$schedule)) == 1 && !("..." %in% names(formals(self$schedule))))
+                  self$schedule(index) else self$schedule(index, lr)
+      if (!(is.numeric(new_lr) && length(new_lr) == 1 && !is.na(new_lr))) {
+        abort_value("The output of the {.arg schedule} function should be a number; got {describe(new_lr)}.",
+                    call = quote(callback_learning_rate_scheduler()))
+      }
+      optimizer$learning_rate <- as.numeric(new_lr)
+      if (self$verbose > 0) {
+        cat(sprintf("\nEpoch %d: LearningRateScheduler setting learning rate to %s.\n",
+                    index + 1L, py_float_str(as.numeric(new_lr))))
+      }
+      invisible(NULL)
+    },
+    on_epoch_end = function(epoch, logs = NULL) {
+      if (is.null(logs)) logs <- list()
+      logs[["learning_rate"]] <- as_float32(as.numeric(self$model$optimizer$learning_rate))
+      logs
+    }
+  )
+)

@@ -123,6 +123,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
     logs <- cbl$on_epoch_end(epoch, logs)
     if (isTRUE(model$stop_training)) break
   }
+  if (epochs > 0) finalize_optimizer(model)  # EMA weights (R/optimizers-common.R)
   cbl$on_train_end(logs)
   # Nested model objects receive what the outer model learned.
   sync_nested_weights(model)

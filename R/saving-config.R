@@ -75,21 +75,7 @@ nested_model_entry <- function(model, functional, calls = NULL) {
   e
 }
 
-optimizer_keras_config <- function(opt) {
-  c <- opt$config
-  wd <- c$weight_decay %||% 0
-  cfg <- list(name = opt$name, learning_rate = as_float32(opt$learning_rate),
-              weight_decay = if (c$kind == "adamw" || wd != 0) as.numeric(wd) else NULL,
-              clipnorm = NULL, global_clipnorm = NULL, clipvalue = NULL, use_ema = FALSE,
-              ema_momentum = 0.99, ema_overwrite_frequency = NULL, loss_scale_factor = NULL,
-              gradient_accumulation_steps = NULL)
-  cfg <- c(cfg, switch(c$kind,
-    adam = , adamw = list(beta_1 = c$beta_1, beta_2 = c$beta_2, epsilon = c$epsilon, amsgrad = c$amsgrad),
-    sgd = list(momentum = c$momentum, nesterov = c$nesterov),
-    rmsprop = list(rho = c$rho, momentum = c$momentum, epsilon = c$epsilon, centered = c$centered)
-  ))
-  list(module = "keras.optimizers", class_name = opt$class_name, config = cfg, registered_name = NULL)
-}
+# optimizer_keras_config(): R/optimizers-keras.R
 
 loss_keras_config <- function(loss) {
   if (!is.null(loss$string)) return(loss$string)
@@ -373,25 +359,7 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   set_loaded_trainable(model, cfg)
 }
 
-optimizer_from_keras <- function(x, what) {
-  if (is.character(x)) return(as_optimizer(x))
-  cls <- cfg_get(x, "class_name", "")
-  cfg <- cfg_get(x, "config", list())
-  check_null_options(cfg, c("clipnorm", "global_clipnorm", "clipvalue", "ema_overwrite_frequency",
-                            "loss_scale_factor", "gradient_accumulation_steps"), cls, what)
-  if (isTRUE(cfg_get(cfg, "use_ema"))) abort_config(what, "optimizer option {.field use_ema} is not supported.")
-  lr <- cfg_get(cfg, "learning_rate")
-  if (!is.numeric(lr)) abort_config(what, "the optimizer's learning rate is not a number (schedules are not supported).")
-  args <- list(learning_rate = lr, name = cfg_get(cfg, "name"))
-  keep <- function(keys) for (k in keys) if (!is.null(cfg_get(cfg, k))) args[[k]] <<- cfg[[k]]
-  switch(cls,
-    Adam = { keep(c("beta_1", "beta_2", "epsilon", "amsgrad", "weight_decay")); do.call(optimizer_adam, args) },
-    AdamW = { keep(c("beta_1", "beta_2", "epsilon", "amsgrad", "weight_decay")); do.call(optimizer_adam_w, args) },
-    SGD = { keep(c("momentum", "nesterov", "weight_decay")); do.call(optimizer_sgd, args) },
-    RMSprop = { keep(c("rho", "momentum", "epsilon", "centered", "weight_decay")); do.call(optimizer_rmsprop, args) },
-    abort_config(what, "optimizer class {.val {cls}} is not supported by mirrored.")
-  )
-}
+# optimizer_from_keras(): R/optimizers-keras.R
 
 loss_from_keras <- function(x, what) {
   if (is.character(x)) return(as_loss(x))

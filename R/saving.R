@@ -186,7 +186,8 @@ load_weights_bytes <- function(model, bytes, what, load_optimizer = TRUE, exact_
     cli::cli_warn(c("Skipping variable loading for optimizer {.val {model$optimizer$name}}: the file's optimizer variables do not match it ({what}).",
                     i = "The weights were loaded; the optimizer starts fresh."),
                   class = "mirrored_io_warning")
-  } else if (res$optimizer %in% c("loaded", "partial")) {
+  } else if (res$optimizer %in% c("loaded", "partial") &&
+             !inherits(model$optimizer$learning_rate_setting, "mirrored_lr_schedule")) {
     lr <- exact_lr %||% model$optimizer$learning_rate
     if (as_float32(lr) != res$learning_rate) lr <- res$learning_rate
     if (!identical(lr, model$optimizer$learning_rate)) model$optimizer$learning_rate <- lr
@@ -369,10 +370,12 @@ load_model <- function(model, custom_objects = NULL, compile = TRUE, safe_mode =
 exact_optimizer <- function(state) {
   o <- state$optimizer
   if (is.null(o) || !is.list(o$config) || !is.character(o$class_name)) return(NULL)
-  known <- c(Adam = "adam", AdamW = "adamw", SGD = "sgd", RMSprop = "rmsprop")
+  known <- c(Adam = "adam", AdamW = "adamw", SGD = "sgd", RMSprop = "rmsprop", Adagrad = "adagrad",
+             Adadelta = "adadelta", Adamax = "adamax", Nadam = "nadam", Ftrl = "ftrl", Lion = "lion",
+             Lamb = "lamb")
   if (!identical(unname(known[o$class_name]), o$config$kind)) return(NULL)
   opt <- Optimizer$new(o$class_name, o$name, o$config)
-  if (is.numeric(o$learning_rate)) opt$learning_rate <- o$learning_rate
+  if (is.numeric(o$learning_rate) && is.null(o$config$schedule)) opt$learning_rate <- o$learning_rate
   opt
 }
 

@@ -561,6 +561,39 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_lr_schedule_values
+Rcpp::NumericVector cpp_lr_schedule_values(Rcpp::List schedule, Rcpp::NumericVector steps);
+RcppExport SEXP _mirrored_cpp_lr_schedule_values(SEXP scheduleSEXP, SEXP stepsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type schedule(scheduleSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type steps(stepsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_lr_schedule_values(schedule, steps));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_model_current_learning_rate
+double cpp_model_current_learning_rate(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_current_learning_rate(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_current_learning_rate(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_model_finalize_optimizer
+void cpp_model_finalize_optimizer(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_finalize_optimizer(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    cpp_model_finalize_optimizer(ptr);
+    return R_NilValue;
+END_RCPP
+}
 // cpp_json_parse
 SEXP cpp_json_parse(std::string text, std::string what);
 RcppExport SEXP _mirrored_cpp_json_parse(SEXP textSEXP, SEXP whatSEXP) {
@@ -861,6 +894,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
+    {"_mirrored_cpp_lr_schedule_values", (DL_FUNC) &_mirrored_cpp_lr_schedule_values, 2},
+    {"_mirrored_cpp_model_current_learning_rate", (DL_FUNC) &_mirrored_cpp_model_current_learning_rate, 1},
+    {"_mirrored_cpp_model_finalize_optimizer", (DL_FUNC) &_mirrored_cpp_model_finalize_optimizer, 1},
     {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
     {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
     {"_mirrored_cpp_write_file_atomic", (DL_FUNC) &_mirrored_cpp_write_file_atomic, 3},

@@ -11,6 +11,7 @@
 #include "nn/graph.h"
 #include "nn/layers/registry.h"
 #include "r_glue.h"
+#include "r_optimizer.h"
 #include "train/model.h"
 
 using mr_glue::guarded;
@@ -176,6 +177,7 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
     o.nesterov = Rcpp::as<bool>(optimizer["nesterov"]);
     o.rho = Rcpp::as<double>(optimizer["rho"]);
     o.centered = Rcpp::as<bool>(optimizer["centered"]);
+    mr_glue::optimizer_extras_from_r(optimizer, o);  // issue 13: r_optimizer.cpp
     for (R_xlen_t k = 0; k < outputs.size(); ++k) {
       const Rcpp::List out = outputs[k];
       const Rcpp::List loss = out["loss"];

@@ -116,6 +116,10 @@ double current_learning_rate(const OptimizerConfig& c, int64_t iteration) {
   return lr_schedule_value(c.schedule, iteration);
 }
 
+int64_t keras_iterations(const OptimizerConfig& c, int64_t iteration) {
+  return c.gradient_accumulation_steps > 0 ? iteration / c.gradient_accumulation_steps : iteration;
+}
+
 bool applies_update(const OptimizerConfig& c, int64_t iteration) {
   return c.gradient_accumulation_steps <= 0 || (iteration + 1) % c.gradient_accumulation_steps == 0;
 }
@@ -129,8 +133,9 @@ float nadam_u_product(const OptimizerConfig& c, int64_t iteration) {
   float u = 1.0f;
   for (int64_t i = 0; i <= iteration && u != 0.0f; ++i) {
     if (!applies_update(c, i)) continue;
-    const float t = static_cast<float>(i + 1);
-    u = i < 1000 ? u * b1 * (1.0f - 0.5f * std::pow(0.96f, t)) : u * b1;
+    const int64_t k = keras_iterations(c, i);  // Keras' optimizer.iterations
+    const float t = static_cast<float>(k + 1);
+    u = k < 1000 ? u * b1 * (1.0f - 0.5f * std::pow(0.96f, t)) : u * b1;
   }
   return u;
 }
@@ -189,13 +194,16 @@ StepScalars step_scalars(const OptimizerConfig& c, int64_t iteration) {
   s.wd_lr = static_cast<float>(c.weight_decay) * s.lr;
   s.step = static_cast<uint64_t>(iteration);
   // Keras folds both Adam bias corrections into the step size, in float32
-  // arithmetic on the (iteration + 1)-th step.
-  const double t = static_cast<double>(iteration + 1);
+  // arithmetic on the (iterations + 1)-th step, where Keras' iterations
+  // counts applied updates under gradient accumulation (the schedule above
+  // reads the raw count of steps).
+  const int64_t it = keras_iterations(c, iteration);
+  const double t = static_cast<double>(it + 1);
   const float b1p = static_cast<float>(std::pow(static_cast<float>(c.beta_1), t));
   const float b2p = static_cast<float>(std::pow(static_cast<float>(c.beta_2), t));
   s.alpha = s.lr * std::sqrt(1.0f - b2p) / (1.0f - b1p);
   // EMA: Keras' momentum is 0 while optimizer.iterations == 0.
-  s.ema_momentum = iteration == 0 ? 0.0f : static_cast<float>(c.ema_momentum);
+  s.ema_momentum = it == 0 ? 0.0f : static_cast<float>(c.ema_momentum);
   switch (c.kind) {
     case OptimizerConfig::Kind::adamax:
       s.opt[0] = 1.0f - b1p;
@@ -206,7 +214,7 @@ StepScalars step_scalars(const OptimizerConfig& c, int64_t iteration) {
       break;
     case OptimizerConfig::Kind::nadam: {
       const float b1 = static_cast<float>(c.beta_1);
-      const float t = static_cast<float>(iteration + 1);
+      const float t = static_cast<float>(it + 1);
       const float u_t = b1 * (1.0f - 0.5f * std::pow(0.96f, t));
       const float u_t1 = b1 * (1.0f - 0.5f * std::pow(0.96f, t + 1.0f));
       const float up = nadam_u_product(c, iteration);

@@ -47,6 +47,12 @@ double current_learning_rate(const OptimizerConfig& c, int64_t iteration);
 // gradient accumulation: every gradient_accumulation_steps-th step, counted
 // by Keras' optimizer.iterations, which counts every step).
 bool applies_update(const OptimizerConfig& c, int64_t iteration);
+// Keras' optimizer.iterations after `iteration` steps: the raw count divided
+// by gradient_accumulation_steps (floor) under accumulation. Bias
+// corrections, Nadam's momentum schedule and EMA read it; a learning rate
+// schedule reads the raw count (optimizer._iterations), which is what is
+// saved.
+int64_t keras_iterations(const OptimizerConfig& c, int64_t iteration);
 // The slots of the optimizer's own rule (slot_names() minus EMA and the
 // accumulator); EMA's "average" and "gradient_accumulator" follow them.
 int rule_slot_count(const OptimizerConfig& c);

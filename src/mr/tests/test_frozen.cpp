@@ -68,13 +68,16 @@ TEST(Frozen, OptimizerVariablesOfTrainableVariablesOnly) {
   OptimizerConfig adam;
   adam.kind = OptimizerConfig::Kind::adam;
   // Adam: (m, v) per variable; variable 1 frozen.
-  auto order = trainable_slot_order(keras_slot_order(adam, 3), {1, 0, 1});
+  auto order = keras_slot_order(adam, 3, {1, 0, 1});
   const std::vector<std::pair<int, int>> want{{0, 0}, {1, 0}, {0, 2}, {1, 2}};
   EXPECT_EQ(order, want);
-  EXPECT_EQ(trainable_slot_order(keras_slot_order(adam, 3), {}).size(), 6u);
-  // A scalar of the optimizer's own (negative index) is kept.
-  auto kept = trainable_slot_order({{0, 0}, {5, -1}}, {0});
-  EXPECT_EQ(kept, (std::vector<std::pair<int, int>>{{5, -1}}));
+  EXPECT_EQ(keras_slot_order(adam, 3, {}).size(), 6u);
+  // The flags as compile() derives them from frozen nodes.
+  auto g = dense_bn_dense();
+  CompileConfig c;
+  c.frozen = {0, 1, 0, 0};
+  resolve_frozen(*g, c);
+  EXPECT_EQ(keras_slot_order(adam, 6, c.trainable).size(), 8u);
 }
 
 void frozen_step_on(int replicas) {

@@ -280,8 +280,9 @@ TEST(UpdateOps, NadamUProductAndScheduleValues) {
   double u = 1.0;
   for (int t = 1; t <= 5; ++t) u *= 0.9 * (1 - 0.5 * std::pow(0.96, t));
   EXPECT_NEAR(nadam_u_product(c, 4), u, 1e-7);
-  c.gradient_accumulation_steps = 2;  // only updates 2 and 4 multiply
-  const double u2 = 0.9 * (1 - 0.5 * std::pow(0.96, 2)) * 0.9 * (1 - 0.5 * std::pow(0.96, 4));
+  // Accumulating over 2 steps: steps 2 and 4 apply, as Keras' updates 1 and 2.
+  c.gradient_accumulation_steps = 2;
+  const double u2 = 0.9 * (1 - 0.5 * std::pow(0.96, 1)) * 0.9 * (1 - 0.5 * std::pow(0.96, 2));
   EXPECT_NEAR(nadam_u_product(c, 4), u2, 1e-7);
   EXPECT_FALSE(applies_update(c, 0));
   EXPECT_TRUE(applies_update(c, 1));

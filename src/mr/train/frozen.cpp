@@ -28,18 +28,4 @@ void resolve_frozen(const Graph& g, CompileConfig& c) {
       c.trainable[static_cast<size_t>(&p - g.params().data())] = 0;
 }
 
-std::vector<std::pair<int, int>> trainable_slot_order(std::vector<std::pair<int, int>> order,
-                                                      const std::vector<char>& trainable) {
-  if (trainable.empty()) return order;
-  order.erase(std::remove_if(order.begin(), order.end(),
-                             [&](const std::pair<int, int>& kp) {
-                               // A negative index is a scalar of the optimizer's own
-                               // (Nadam's u_product): always kept.
-                               return kp.second >= 0 &&
-                                      trainable.at(static_cast<size_t>(kp.second)) == 0;
-                             }),
-              order.end());
-  return order;
-}
-
 }  // namespace mr

@@ -3,7 +3,6 @@
 // per-variable flags the post-backward pipeline reads.
 #pragma once
 
-#include <utility>
 #include <vector>
 
 #include "nn/graph.h"
@@ -18,11 +17,5 @@ namespace mr {
 // layer has one flag whichever call a node is. No node frozen leaves both
 // empty (everything trains, the pipeline's fast path).
 void resolve_frozen(const Graph& g, CompileConfig& c);
-
-// Keras 3 creates optimizer variables for the trainable variables only:
-// drops from a (slot, parameter index) order the pairs of frozen parameters
-// (`trainable` as in CompileConfig; empty keeps everything).
-std::vector<std::pair<int, int>> trainable_slot_order(std::vector<std::pair<int, int>> order,
-                                                      const std::vector<char>& trainable);
 
 }  // namespace mr

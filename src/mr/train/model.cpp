@@ -86,16 +86,8 @@ void Model::compile(const CompileConfig& config) {
     const float v = slot_initial_value(config_.optimizer, k);
     if (v != 0.0f) state_.set_slot(k, std::vector<float>(graph_->param_floats(), v));
   }
-  // Frozen variables (CompileConfig::trainable) are left out of the ranges:
-  // neither all-reduced nor updated.
-  std::vector<UpdateRange> ranges;
-  if (config_.trainable.empty()) {
-    ranges.push_back(UpdateRange{0, graph_->param_floats()});
-  } else {
-    for (const ParamRange& r : trainable_ranges(*graph_, config_.trainable))
-      ranges.push_back(UpdateRange{r.offset, r.size});
-  }
-  step_.update().prepare(config_.optimizer, ranges);
+  // Frozen variables get no all-reduce and no update (train/param_ranges.h).
+  step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));
   compiled_ = true;
 }
 

@@ -4,11 +4,11 @@
 
 #include "core/error.h"
 #include "io/keras_weights.h"
-#include "train/frozen.h"
 
 namespace mr {
 
-std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params) {
+std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params,
+                                                  const std::vector<char>& trainable) {
   const int rule = rule_slot_count(c);
   using K = OptimizerConfig::Kind;
   std::vector<std::vector<int>> blocks;
@@ -30,8 +30,10 @@ std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int 
   }
   std::vector<std::pair<int, int>> out;
   for (const auto& block : blocks)
-    for (int p = 0; p < n_params; ++p)
+    for (int p = 0; p < n_params; ++p) {
+      if (!trainable.empty() && trainable[static_cast<size_t>(p)] == 0) continue;
       for (int k : block) out.emplace_back(k, p);
+    }
   // Nadam's u_product scalar comes last (created after its slots).
   if (c.kind == K::nadam) out.emplace_back(kNadamUProduct, -1);
   return out;
@@ -76,9 +78,8 @@ Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
     for (int k = 0; k < slot_count(oc); ++k)
       slots.push_back(k == model.accumulator_slot() ? model.get_accumulator()
                                                     : model.get_slot(k, 0));
-    // Keras 3 has optimizer variables for the trainable variables only.
-    for (const auto& kp : trainable_slot_order(
-             keras_slot_order(oc, static_cast<int>(g.params().size())), model.config().trainable)) {
+    for (const auto& kp :
+         keras_slot_order(oc, static_cast<int>(g.params().size()), model.config().trainable)) {
       if (kp.first == kNadamUProduct) {
         // u_product after the updates done so far (iterations - 1 is the last).
         const float u = model.iterations() > 0 ? nadam_u_product(oc, model.iterations() - 1) : 1.0f;
@@ -109,9 +110,8 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
   std::vector<std::pair<int, int>> order;
   if (load_optimizer && model.compiled()) {
     expect.optimizer = true;
-    order = trainable_slot_order(
-        keras_slot_order(model.config().optimizer, static_cast<int>(params.size())),
-        model.config().trainable);
+    order = keras_slot_order(model.config().optimizer, static_cast<int>(params.size()),
+                             model.config().trainable);
     expect.learning_rate_var = model.config().optimizer.schedule.kind == LrSchedule::Kind::constant;
     for (const auto& kp : order)
       expect.optimizer_shapes.push_back(kp.first == kNadamUProduct
@@ -143,7 +143,8 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
     res.learning_rate = read.file.has_learning_rate ? read.file.learning_rate
                                                     : model.config().optimizer.learning_rate;
     const OptimizerConfig& oc = model.config().optimizer;
-    for (int k = 0; k < slot_count(oc); ++k) slots.emplace_back(flat.size(), 0.0f);
+    for (int k = 0; k < slot_count(oc); ++k)
+      slots.emplace_back(flat.size(), slot_initial_value(oc, k));  // what compile() starts from
     for (size_t i = 0; i < read.file.optimizer_vars.size(); ++i) {
       const auto& kp = order[i];
       if (kp.first == kNadamUProduct) continue;  // a function of the iterations

@@ -38,7 +38,10 @@ struct KerasWeightsLayout {
 // accumulators, come first; Nadam's u_product scalar last, as
 // (kNadamUProduct, -1).
 constexpr int kNadamUProduct = -1;
-std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params);
+// Keras builds the optimizer on the trainable variables only: `trainable`
+// (CompileConfig::trainable, one flag per parameter; empty = all) selects them.
+std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params,
+                                                  const std::vector<char>& trainable = {});
 
 Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
                           const std::vector<std::pair<std::string, std::string>>& root_attrs,

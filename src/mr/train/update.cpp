@@ -21,20 +21,20 @@ UpdatePipeline::UpdatePipeline(const Graph& graph, ReplicaSet& replicas, Trainin
 
 UpdatePipeline::~UpdatePipeline() = default;
 
-void UpdatePipeline::prepare(const OptimizerConfig& c, const std::vector<UpdateRange>& trainable) {
+void UpdatePipeline::prepare(const OptimizerConfig& c, const std::vector<ParamRange>& trainable) {
   ranges_.clear();
-  for (const UpdateRange& r : trainable)
+  for (const ParamRange& r : trainable)
     if (r.size > 0) ranges_.push_back(r);
   segments_.clear();
   for (const Graph::Param& p : graph_.params()) {
     if (p.size <= 0) continue;
-    const bool inside = std::any_of(ranges_.begin(), ranges_.end(), [&](const UpdateRange& r) {
+    const bool inside = std::any_of(ranges_.begin(), ranges_.end(), [&](const ParamRange& r) {
       return p.offset >= r.offset && p.offset + p.size <= r.offset + r.size;
     });
     if (inside) segments_.push_back({p.offset, p.size});
   }
   std::vector<int64_t> table;
-  for (const UpdateRange& s : segments_) {
+  for (const ParamRange& s : segments_) {
     table.push_back(s.offset);
     table.push_back(s.size);
   }
@@ -61,7 +61,7 @@ void UpdatePipeline::apply_rule(int rank, const OptimizerConfig& c, const StepSc
     // then the per-variable norms of w (after decay) and of r give the
     // trust ratios.
     const UpdateHyper h = update_hyper(c);
-    for (const UpdateRange& r : ranges_)
+    for (const ParamRange& r : ranges_)
       be.lamb_moments(r.size, w + r.offset, g + r.offset, state_.slot_ptr(rank, 0) + r.offset,
                       state_.slot_ptr(rank, 1) + r.offset, g + r.offset, s, h);
     double* sums = rep.sums_ptr();
@@ -70,7 +70,7 @@ void UpdatePipeline::apply_rule(int rank, const OptimizerConfig& c, const StepSc
     be.lamb_apply(nseg, rep.seg_ptr(), w, g, sums + nseg, sums, s);
     return;
   }
-  for (const UpdateRange& r : ranges_) {
+  for (const ParamRange& r : ranges_) {
     for (size_t k = 0; k < rep.slots.size(); ++k)
       rep.slots[k] = state_.slot_ptr(rank, static_cast<int>(k)) + r.offset;
     apply_update(be, c, s, r.size, w + r.offset, g + r.offset, rep.slots);
@@ -93,17 +93,17 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   const bool applies = applies_update(c, iteration);
   if (acc != nullptr) {
     if (!applies) {
-      for (const UpdateRange& r : ranges_) be.axpy(r.size, 1.0f, g + r.offset, acc + r.offset);
+      for (const ParamRange& r : ranges_) be.axpy(r.size, 1.0f, g + r.offset, acc + r.offset);
     } else {
       const float steps = static_cast<float>(c.gradient_accumulation_steps);
-      for (const UpdateRange& r : ranges_)
+      for (const ParamRange& r : ranges_)
         be.accumulate_apply(r.size, g + r.offset, acc + r.offset, steps);
     }
   }
   if (applies) {
     // (b) The all-reduce of the trainable ranges.
     if (replicas_.size() > 1)
-      for (const UpdateRange& r : ranges_)
+      for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);
     // (c) regularization gradients (i13-reg): added to the all-reduced
     // gradients, before clipping (Keras' regularization losses are part of
@@ -133,9 +133,12 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   // (g) EMA, on every step (Keras updates it outside the accumulation's
   // condition), then the overwrite.
   if (average != nullptr) {
-    for (const UpdateRange& r : ranges_) be.ema_update(r.size, average + r.offset, w + r.offset, s);
-    if (c.ema_overwrite_frequency > 0 && (iteration + 1) % c.ema_overwrite_frequency == 0)
-      for (const UpdateRange& r : ranges_)
+    for (const ParamRange& r : ranges_) be.ema_update(r.size, average + r.offset, w + r.offset, s);
+    // Keras tests (iterations + 1) % frequency with its iterations (applied
+    // updates under accumulation), so it may overwrite on several steps in a row.
+    if (c.ema_overwrite_frequency > 0 &&
+        (keras_iterations(c, iteration) + 1) % c.ema_overwrite_frequency == 0)
+      for (const ParamRange& r : ranges_)
         be.copy(w + r.offset, average + r.offset, static_cast<size_t>(r.size) * sizeof(float));
   }
 }
@@ -147,7 +150,7 @@ void UpdatePipeline::finalize(const OptimizerConfig& c) {
     Backend& be = replicas_.backend(rank);
     float* w = state_.params(rank);
     const float* average = state_.slot_ptr(rank, k);
-    for (const UpdateRange& r : ranges_)
+    for (const ParamRange& r : ranges_)
       be.copy(w + r.offset, average + r.offset, static_cast<size_t>(r.size) * sizeof(float));
   });
 }

@@ -30,14 +30,10 @@
 #include "dist/replica_set.h"
 #include "nn/graph.h"
 #include "nn/optimizer.h"
+#include "train/param_ranges.h"
 #include "train/training_state.h"
 
 namespace mr {
-
-// A run of floats of the flat parameter buffer.
-struct UpdateRange {
-  int64_t offset = 0, size = 0;
-};
 
 class UpdatePipeline {
  public:
@@ -45,10 +41,10 @@ class UpdatePipeline {
   ~UpdatePipeline();
 
   // At compile(): `trainable` lists the ranges of the flat parameter buffer
-  // the optimizer updates (every variable: one range of param_floats()).
+  // the optimizer updates (train/param_ranges.h: trainable_ranges()).
   // Variables (Graph::params()) inside them are the segments of the
   // per-variable norms. Allocates the per-replica device tables.
-  void prepare(const OptimizerConfig& c, const std::vector<UpdateRange>& trainable);
+  void prepare(const OptimizerConfig& c, const std::vector<ParamRange>& trainable);
 
   // Replica `rank`'s part of training step `iteration` + 1, after backward
   // wrote its local gradients; `s` is the step's device block.
@@ -64,7 +60,7 @@ class UpdatePipeline {
   void set_regularization_hook(Hook h) { regularization_ = std::move(h); }
   void set_constraint_hook(Hook h) { constraints_ = std::move(h); }
 
-  const std::vector<UpdateRange>& ranges() const { return ranges_; }
+  const std::vector<ParamRange>& ranges() const { return ranges_; }
 
  private:
   struct Replica;
@@ -73,8 +69,8 @@ class UpdatePipeline {
   const Graph& graph_;
   ReplicaSet& replicas_;
   TrainingState& state_;
-  std::vector<UpdateRange> ranges_;    // trainable runs of floats
-  std::vector<UpdateRange> segments_;  // trainable variables
+  std::vector<ParamRange> ranges_;    // trainable runs of floats
+  std::vector<ParamRange> segments_;  // trainable variables
   std::vector<std::unique_ptr<Replica>> reps_;
   Hook regularization_, constraints_;
 };
