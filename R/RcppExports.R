@@ -121,6 +121,10 @@ cpp_dataset_from_npz <- function(path, keys) {
     .Call(`_mirrored_cpp_dataset_from_npz`, path, keys)
 }
 
+cpp_model_weight_owners <- function(ptr) {
+    .Call(`_mirrored_cpp_model_weight_owners`, ptr)
+}
+
 cpp_read_idx <- function(path) {
     .Call(`_mirrored_cpp_read_idx`, path)
 }
@@ -153,8 +157,8 @@ cpp_model_set_weights <- function(ptr, weights) {
     invisible(.Call(`_mirrored_cpp_model_set_weights`, ptr, weights))
 }
 
-cpp_model_compile <- function(ptr, optimizer, outputs) {
-    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, outputs))
+cpp_model_compile <- function(ptr, optimizer, outputs, frozen) {
+    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, outputs, frozen))
 }
 
 cpp_model_set_learning_rate <- function(ptr, lr) {

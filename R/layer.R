@@ -30,13 +30,22 @@ Layer <- R6::R6Class("mirrored_layer",
     # The per-sample input shapes of the first call, and the weights they
     # gave: every later call (a shared layer) must need the same weights.
     built_weights = NULL,
+    # The output tensor of the layer's last call (layer$output).
+    last_output = NULL,
     initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
       self$seed <- draw_seed()
       self$config <- with_core(cpp_layer_spec(class_name, config, self$seed, NULL), call = call)$config
+      # The core writes trainable = TRUE: the flag is the R side's (R/freeze.R).
+      if (identical(config$trainable, FALSE)) self$config$trainable <- FALSE
       self$name <- self$config$name
       self$input_shape <- input_shape
     },
+    # keras3's layer methods (R/layer-weights.R): the weights of the model
+    # holding the layer.
+    get_weights = function() layer_get_weights(self),
+    set_weights = function(weights) layer_set_weights(self, weights, call = sys.call()),
+    count_params = function() count_params(self),
     # The core's answer for these per-sample input shapes (a list of shapes):
     # output_shape, and weights (name, shape, trainable, size).
     spec = function(input_shapes, call = sys.call(-1)) {
@@ -51,6 +60,31 @@ Layer <- R6::R6Class("mirrored_layer",
     print = function(...) {
       cat("<", self$class_name, " name=", self$name, ">\n", sep = "")
       invisible(self)
+    }
+  ),
+  active = list(
+    # Keras' trainable flag (R/freeze.R), kept in the config.
+    trainable = function(value) {
+      if (missing(value)) return(!identical(self$config$trainable, FALSE))
+      self$config$trainable <- check_trainable_value(value, call = NULL)
+    },
+    weights = function() layer_weight_values(self)$values,
+    trainable_weights = function() {
+      w <- layer_weight_values(self)
+      w$values[w$trainable]
+    },
+    non_trainable_weights = function() {
+      w <- layer_weight_values(self)
+      w$values[!w$trainable]
+    },
+    output = function() {
+      if (is.null(self$last_output)) abort_value("Layer {.val {self$name}} has never been called: it has no output.", call = NULL)
+      self$last_output
+    },
+    input = function() {
+      if (is.null(self$last_output)) abort_value("Layer {.val {self$name}} has never been called: it has no input.", call = NULL)
+      ins <- self$last_output$node$inputs
+      if (length(ins) == 1) ins[[1]] else ins
     }
   )
 )
@@ -216,5 +250,7 @@ call_layer <- function(layer, x, call = sys.call(-1)) {
                           i = "A shared layer has one set of weights: call it on inputs of compatible shapes."),
                call = call)
   }
-  keras_tensor(layer, xs, as.integer(spec$output_shape))
+  t <- keras_tensor(layer, xs, as.integer(spec$output_shape))
+  layer$last_output <- t
+  t
 }

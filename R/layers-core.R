@@ -159,9 +159,7 @@ layer_dots <- function(dots, call = sys.call(-1)) {
   if (length(bad)) abort_value("Unknown argument{?s} {.arg {bad}}.", call = call)
   if (!is.null(dots$name)) check_string(dots$name, "name", call = call)
   if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
-  if (!is.null(dots$trainable) && !isTRUE(dots$trainable)) {
-    abort_value("{.arg trainable} = FALSE is not supported yet.", call = call)
-  }
+  if (!is.null(dots$trainable)) check_trainable_value(dots$trainable, call = call)
   if (!is.null(dots$dtype) && !identical(dots$dtype, "float32")) {
     abort_value("{.arg dtype} must be \"float32\" (the only dtype mirrored computes in), not {describe(dots$dtype)}.",
                 call = call)

@@ -46,12 +46,41 @@ MirroredModel <- R6::R6Class("mirrored_model",
       with_core(cpp_model_set_weights(self$ptr(), weights), call = user_call())
       invisible(self)
     },
+    count_params = function() count_params(self),
     print = function(...) {
       print_model_summary(self)
       invisible(self)
     }
   ),
   active = list(
+    # Keras' trainable (R/freeze.R): setting it sets every layer's.
+    trainable = function(value) {
+      if (missing(value)) return(private$.trainable)
+      private$.trainable <- check_trainable_value(value, call = NULL)
+      set_model_layers_trainable(self, value)
+    },
+    # The symbolic tensors of the model's inputs and outputs, from which a
+    # new keras_model() can be built (a feature extractor).
+    inputs = function() {
+      g <- private$.graph
+      if (is.null(g)) return(NULL)
+      lapply(g$inputs, function(i) g$nodes[[i + 1L]]$tensor)
+    },
+    outputs = function() {
+      g <- private$.graph
+      if (is.null(g)) return(NULL)
+      lapply(g$outputs, function(i) g$nodes[[i + 1L]]$tensor)
+    },
+    input = function() {
+      x <- self$inputs
+      if (length(x) == 1) x[[1]] else x
+    },
+    output = function() {
+      x <- self$outputs
+      if (length(x) == 1) x[[1]] else x
+    },
+    trainable_weights = function() self$get_weights()[model_weight_trainable(self)],
+    non_trainable_weights = function() self$get_weights()[!model_weight_trainable(self)],
     # Each layer once (a shared layer's later calls are not listed again).
     # A nested model is one entry.
     layers = function() {
@@ -67,6 +96,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
   private = list(
     .graph = NULL,
     .ptr = NULL,
+    .trainable = TRUE,
     .initialize = TRUE,
     build_core = function() {
       g <- private$.graph
@@ -83,11 +113,16 @@ MirroredModel <- R6::R6Class("mirrored_model",
                                               private$.initialize, s$cross_device_ops %||% "",
                                               s$logical_per_gpu %||% 1L, allow_tf32()))
       fresh <- private$.initialize
+      register_layer_models(self)
       # Adapted layers' values (not when load_model() sets every weight next).
       attach_layer_states(self, write = fresh)
       private$.initialize <- TRUE
-      # Layers of nested models that were built start from their weights.
-      if (fresh) apply_nested_start_weights(self)
+      # Layers already trained in another model start from those weights;
+      # layers of nested models that were built start from their weights.
+      if (fresh) {
+        apply_layer_start_weights(self)
+        apply_nested_start_weights(self)
+      }
       comm <- cpp_model_communicator(private$.ptr)
       if (nzchar(comm[["note"]]) && !isTRUE(s$announced)) {
         s$announced <- TRUE
@@ -104,6 +139,7 @@ FunctionalModel <- R6::R6Class("mirrored_functional",
     initialize = function(name, graph) {
       super$initialize(name)
       private$.graph <- graph
+      register_layer_models(self)
     }
   )
 )
@@ -183,8 +219,10 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
         x <- if (inherits(layer, "mirrored_model")) call_model(layer, x, call = NULL)
              else keras_tensor(layer, list(x), layer$output_shape(x$shape))
         if (!is_keras_tensor(x)) x <- x[[1]]
+        if (!inherits(layer, "mirrored_model")) layer$last_output <- x
       }
       private$.graph <- trace_graph(list(first), list(x), call = NULL)
+      register_layer_models(self)
     }
   )
 )

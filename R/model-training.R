@@ -63,7 +63,8 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
 compile_core <- function(model) {
   # A sequential model compiled before it was built learns its output's name now.
   if (length(model$compiled_outputs) == 1) model$compiled_outputs[[1]]$name <- model_output_names(model)[1]
-  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model)))
+  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model),
+                              model_frozen_nodes(model)))
 }
 
 check_loss_output <- function(model, call = sys.call(-1)) {

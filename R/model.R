@@ -41,7 +41,8 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #'   per-output losses and metrics, of the logs and of [predict()]'s list),
 #'   else the output layers' names do.
 #' @param ... `name`: the model's name (default `"functional"`, then
-#'   `"functional_1"`, ...).
+#'   `"functional_1"`, ...); `trainable`: `FALSE` freezes every layer (see
+#'   [freeze_weights()]).
 #' @return A model, with reference semantics: [compile()] and [fit()] change
 #'   it in place. The model is also a function: see "Models as layers".
 #' @section Models as layers:
@@ -78,7 +79,7 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NU
 #' @export
 keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   dots <- list(...)
-  unknown <- setdiff(names(dots), "name")
+  unknown <- setdiff(names(dots), c("name", "trainable"))
   if (length(unknown) || (length(dots) && is.null(names(dots)))) {
     abort_value("Unknown argument{?s} {.arg {if (length(unknown)) unknown else '<unnamed>'}} to {.fn keras_model}.")
   }
@@ -91,7 +92,9 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
   name <- check_string(dots$name, "name", null_ok = TRUE) %||% auto_name("functional")
   graph <- trace_graph(inputs, outputs)
   graph$output_names <- output_names
-  as_model_function(FunctionalModel$new(name, graph))
+  model <- FunctionalModel$new(name, graph)
+  if (!is.null(dots$trainable) && !check_trainable_value(dots$trainable)) model$trainable <- FALSE
+  as_model_function(model)
 }
 
 #' Create a sequential model
@@ -114,7 +117,8 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #' @param input_name Name of the model's input layer (default
 #'   `"input_layer"`, then `"input_layer_1"`, ...).
 #' @param input_optional Only `FALSE`.
-#' @param trainable Only `TRUE` (freezing comes with training parity).
+#' @param trainable Whether the model's layers train (`FALSE` freezes them
+#'   all, as [freeze_weights()]).
 #' @param layers A list of layers (or models) to add, in order.
 #' @return A sequential model; like any model, it can be called on symbolic
 #'   tensors or added to another model (see "Models as layers" in
@@ -161,11 +165,12 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   }
   if (!is.null(input_tensor)) abort_not_yet("{.arg input_tensor} is not supported yet; use NULL (and {.arg input_shape}).")
   if (!identical(input_optional, FALSE)) abort_not_yet("{.arg input_optional} must be FALSE; optional inputs are not supported yet.")
-  if (!identical(trainable, TRUE)) abort_not_yet("{.arg trainable} = FALSE is not supported yet.")
+  check_trainable_value(trainable)
   if (inherits(layers, "mirrored_layer") || inherits(layers, "mirrored_model")) layers <- list(layers)
   if (!is.list(layers)) abort_value("{.arg layers} must be a list of layers, not {describe(layers)}.")
   model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
   for (layer in c(layers, list(...))) model$add(layer)
+  if (!trainable) model$trainable <- FALSE
   as_model_function(model)
 }
 
@@ -241,7 +246,7 @@ trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
   list(
     nodes = lapply(seq_along(nodes), function(k) {
       t <- nodes[[k]]
-      list(layer = t$node$layer, shape = t$shape, id = t$node$id, scope = t$node$scope,
+      list(layer = t$node$layer, shape = t$shape, id = t$node$id, scope = t$node$scope, tensor = t,
            inputs = match(vapply(t$node$inputs, function(i) i$node$id, integer(1)), ids) - 1L)
     }),
     inputs = match(input_ids, ids) - 1L,

@@ -122,7 +122,7 @@ compile_keras_config <- function(model) {
 model_inner_config <- function(model) {
   g <- model$graph()
   if (inherits(model, "mirrored_sequential")) {
-    cfg <- list(name = model$name, trainable = TRUE, dtype = dtype_policy_config())
+    cfg <- list(name = model$name, trainable = isTRUE(model$trainable), dtype = dtype_policy_config())
     if (is.null(g)) {
       cfg$layers <- lapply(model$layers, function(l) {
         if (inherits(l, "mirrored_model")) return(nested_model_entry(l, FALSE))
@@ -173,7 +173,7 @@ model_inner_config <- function(model) {
   outputs <- triple(g$outputs)
   # Named outputs are Keras' dict outputs: output_layers is a dict by name.
   if (!is.null(g$output_names)) outputs <- stats::setNames(lapply(g$outputs, ref), g$output_names)
-  list(name = model$name, trainable = TRUE, layers = layers, input_layers = triple(g$inputs),
+  list(name = model$name, trainable = isTRUE(model$trainable), layers = layers, input_layers = triple(g$inputs),
        output_layers = outputs)
 }
 
@@ -269,7 +269,7 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
     }
     model <- keras_model_sequential(input_shape = shape, name = name, input_name = input_name)
     for (e in rest) model$add(layer_from_keras(e, custom_objects, what))
-    return(model)
+    return(set_loaded_trainable(model, cfg))
   }
   if (!identical(cls, "Functional") && !identical(cls, "Model")) {
     abort_config(what, "unknown model class {.val {cls}}; mirrored loads Functional and Sequential models.")
@@ -353,9 +353,10 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   outs <- pick(if (is.null(names(out_spec))) out_spec else unname(out_spec), "output_layers")
   # A dict of outputs names them.
   if (!is.null(names(out_spec))) names(outs) <- names(out_spec)
-  keras_model(if (length(ins) == 1) ins[[1]] else ins,
-              if (length(outs) == 1 && is.null(names(outs))) outs[[1]] else outs,
-              name = name)
+  model <- keras_model(if (length(ins) == 1) ins[[1]] else ins,
+                       if (length(outs) == 1 && is.null(names(outs))) outs[[1]] else outs,
+                       name = name)
+  set_loaded_trainable(model, cfg)
 }
 
 # optimizer_from_keras(): R/optimizers-keras.R

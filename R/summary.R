@@ -34,11 +34,14 @@ print_model_summary <- function(model) {
   shares <- graph_shares(g)
   entries <- graph_entries(g)
   refs <- graph_node_refs(g, entries)
-  # Each layer's variables as the core's registry describes them.
+  # Each layer's variables as the core's registry describes them; a frozen
+  # layer's all count as non-trainable (Keras' split).
+  frozen <- model_frozen_nodes(model)
   counts <- lapply(seq_along(nodes), function(k) {
     n <- nodes[[k]]
     if (!length(n$inputs) || shares[k] >= 0) return(c(0, 0))
     w <- n$layer$spec(lapply(n$inputs, function(i) nodes[[i + 1]]$shape))$weights
+    if (frozen[k]) return(c(0, sum(w$size)))
     c(sum(w$size[w$trainable]), sum(w$size[!w$trainable]))
   })
   trainable <- vapply(counts, `[`, numeric(1), 1)

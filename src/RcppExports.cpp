@@ -369,6 +369,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_weight_owners
+Rcpp::List cpp_model_weight_owners(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_weight_owners(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_weight_owners(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_read_idx
 SEXP cpp_read_idx(std::string path);
 RcppExport SEXP _mirrored_cpp_read_idx(SEXP pathSEXP) {
@@ -472,14 +483,15 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_compile
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs);
-RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP outputsSEXP) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs, Rcpp::LogicalVector frozen);
+RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP outputsSEXP, SEXP frozenSEXP) {
 BEGIN_RCPP
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type optimizer(optimizerSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type outputs(outputsSEXP);
-    cpp_model_compile(ptr, optimizer, outputs);
+    Rcpp::traits::input_parameter< Rcpp::LogicalVector >::type frozen(frozenSEXP);
+    cpp_model_compile(ptr, optimizer, outputs, frozen);
     return R_NilValue;
 END_RCPP
 }
@@ -883,6 +895,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
+    {"_mirrored_cpp_model_weight_owners", (DL_FUNC) &_mirrored_cpp_model_weight_owners, 1},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_layer_spec", (DL_FUNC) &_mirrored_cpp_layer_spec, 4},
     {"_mirrored_cpp_layer_classes", (DL_FUNC) &_mirrored_cpp_layer_classes, 0},
@@ -891,7 +904,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
-    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 3},
+    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 4},
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
     {"_mirrored_cpp_model_slot_count", (DL_FUNC) &_mirrored_cpp_model_slot_count, 1},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},

@@ -156,11 +156,15 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
 
 // `outputs`: one list per model output (loss = list(kind, from_logits,
 // name), weight, metrics = list of list(kind, threshold, name), name).
+// `frozen`: one flag per graph node, TRUE where the layer is frozen
+// (R/freeze.R); empty when nothing is.
 // [[Rcpp::export]]
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
+                       Rcpp::LogicalVector frozen) {
   guarded([&] {
     ModelPtr m(ptr);
     mr::CompileConfig c;
+    for (R_xlen_t i = 0; i < frozen.size(); ++i) c.frozen.push_back(frozen[i] == TRUE ? 1 : 0);
     mr::OptimizerConfig& o = c.optimizer;
     o.kind = mr::optimizer_kind(Rcpp::as<std::string>(optimizer["kind"]));
     o.learning_rate = Rcpp::as<double>(optimizer["learning_rate"]);

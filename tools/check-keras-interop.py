@@ -18,6 +18,8 @@ Models compiled with the optimizers, schedules, clipping, EMA and gradient
 accumulation of issue 13, trained and saved by mirrored, must load in Keras 3
 with their optimizer state: one more epoch in Keras gives the weights
 mirrored reaches (max abs difference <= 1e-5).
+Then a model with frozen layers round-trips both ways with its trainable
+flags and the optimizer variables of its trainable variables only.
 Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
@@ -236,6 +238,7 @@ def main():
 
     check_layer_models(keras, np)
     check_optimizer_models(keras, np)
+    check_frozen_model(keras, np)
 
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
@@ -354,6 +357,86 @@ def check_optimizer_models(keras, np):
         got = [np.asarray(w, dtype="float64").ravel() for w in model.get_weights()]
         diff = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
         check(diff <= 1e-5, f"{name}: one more epoch in Keras gives mirrored's weights (max abs diff {diff:.2e})")
+
+
+R_FROZEN = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+if (identical(args[3], "write")) {
+  set.seed(3)
+  x <- matrix(rnorm(48 * 5), ncol = 5)
+  y <- matrix(rnorm(48 * 2), ncol = 2)
+  inp <- keras_input(shape = 5)
+  h <- inp |> layer_dense(6, activation = "relu", name = "base", trainable = FALSE) |>
+    layer_batch_normalization(name = "bn") |> layer_dense(4, activation = "tanh", name = "mid")
+  m <- keras_model(inp, h |> layer_dense(2, name = "head"))
+  freeze_weights(m, which = c("bn"))
+  base <- get_layer(m, "base")
+  base$trainable <- FALSE
+  m |> compile(optimizer = optimizer_adam(0.01), loss = "mse")
+  fit(m, x, y, epochs = 2, batch_size = 16, verbose = 0)
+  save_model(m, file.path(out, "frozen.keras"))
+  write.table(x, file.path(out, "frozen_x.csv"), sep = ",", row.names = FALSE, col.names = FALSE)
+  write.table(predict(m, x, verbose = 0), file.path(out, "frozen_pred.csv"), sep = ",",
+              row.names = FALSE, col.names = FALSE)
+} else {
+  m <- load_model(file.path(out, "frozen_keras.keras"))
+  flags <- vapply(m$layers, function(l) l$trainable, logical(1))
+  names(flags) <- vapply(m$layers, function(l) l$name, "")
+  w <- get_weights(m)
+  writeLines(c(paste(names(flags), flags), paste("iterations", m$optimizer$iterations)),
+             file.path(out, "frozen_back.txt"))
+  write.table(unlist(lapply(w, as.vector)), file.path(out, "frozen_back_w.csv"),
+              row.names = FALSE, col.names = FALSE)
+}
+"""
+
+
+def check_frozen_model(keras, np):
+    """A model with frozen layers round-trips: Keras reads mirrored's flags and
+    optimizer variables (only the trainable variables have slots), its frozen
+    weights do not move when Keras trains it, and mirrored reads Keras' file
+    back with the same flags and weights."""
+    import h5py
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-frozen-")
+    rfile = os.path.join(tmp, "frozen.R")
+    with open(rfile, "w") as f:
+        f.write(R_FROZEN)
+    subprocess.run(["Rscript", rfile, tmp, ROOT, "write"], check=True)
+    path = os.path.join(tmp, "frozen.keras")
+    with zipfile.ZipFile(path) as z, z.open("model.weights.h5") as fh, h5py.File(fh, "r") as h:
+        n_opt = len(h["optimizer/vars"])
+    # iterations, learning rate, then m and v of mid (2) and head (2).
+    check(n_opt == 2 + 2 * 4, f"frozen: optimizer/vars holds slots of the trainable variables only ({n_opt})")
+    model = keras.saving.load_model(path)
+    flags = {layer.name: layer.trainable for layer in model.layers}
+    check(flags.get("base") is False and flags.get("bn") is False and flags.get("mid") is True
+          and flags.get("head") is True, f"frozen: keras reads the trainable flags {flags}")
+    x = np.loadtxt(os.path.join(tmp, "frozen_x.csv"), delimiter=",", dtype="float32", ndmin=2)
+    want = np.loadtxt(os.path.join(tmp, "frozen_pred.csv"), delimiter=",", dtype="float32", ndmin=2)
+    diff = float(np.max(np.abs(model.predict(x, verbose=0) - want)))
+    check(diff <= 1e-5, f"frozen: keras predicts the same (max abs diff {diff:.2e})")
+    check(int(model.optimizer.iterations.numpy()) == 6, "frozen: keras restored the optimizer iterations")
+    before = {layer.name: [w.copy() for w in layer.get_weights()] for layer in model.layers}
+    model.fit(x, np.zeros((x.shape[0], 2), "float32"), epochs=1, batch_size=16, shuffle=False, verbose=0)
+    for name in ("base", "bn"):
+        after = model.get_layer(name).get_weights()
+        check(all(np.array_equal(a, b) for a, b in zip(before[name], after)),
+              f"frozen: keras leaves frozen layer {name} unchanged")
+    check(not np.array_equal(before["head"][0], model.get_layer("head").get_weights()[0]),
+          "frozen: keras trains the head")
+    model.save(os.path.join(tmp, "frozen_keras.keras"))
+    subprocess.run(["Rscript", rfile, tmp, ROOT, "read"], check=True)
+    back = dict(line.split() for line in open(os.path.join(tmp, "frozen_back.txt")).read().splitlines())
+    check(back.get("base") == "FALSE" and back.get("bn") == "FALSE" and back.get("head") == "TRUE",
+          f"frozen: mirrored reads Keras' trainable flags back {back}")
+    check(back.get("iterations") == "9", f"frozen: mirrored restored Keras' iterations ({back.get('iterations')})")
+    got = np.loadtxt(os.path.join(tmp, "frozen_back_w.csv"), dtype="float32")
+    mine = np.concatenate([np.asarray(w).reshape(-1, order="F") for w in model.get_weights()])
+    diff = float(np.max(np.abs(got - mine)))
+    check(diff == 0.0, f"frozen: mirrored reads Keras' weights exactly (max abs diff {diff})")
 
 
 if __name__ == "__main__":

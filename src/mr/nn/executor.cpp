@@ -94,11 +94,21 @@ void Executor::forward(const Pass& p) {
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty()) continue;  // input nodes were filled by the caller
     const NodeBuffers& b = buf_[static_cast<size_t>(i)];
-    ForwardArgs a{be_,          p.rows,     p.global_rows,
-                  p.row_offset, scalars,    static_cast<uint32_t>(i),
-                  p.training,   {},         graph_.in_shapes(i),
-                  at(b.out),    {},         {},
-                  at(b.aux),    at(b.work), ctx};
+    ForwardArgs a{be_,
+                  p.rows,
+                  p.global_rows,
+                  p.row_offset,
+                  scalars,
+                  static_cast<uint32_t>(i),
+                  node_training(p, i),
+                  {},
+                  graph_.in_shapes(i),
+                  at(b.out),
+                  {},
+                  {},
+                  at(b.aux),
+                  at(b.work),
+                  ctx};
     for (int j : nd.inputs) a.in.push_back(at(buf_[static_cast<size_t>(j)].out));
     for (int k : graph_.node_params(i))
       a.params.push_back(const_cast<float*>(p.params) +
@@ -107,6 +117,11 @@ void Executor::forward(const Pass& p) {
       a.state.push_back(p.state + graph_.states()[static_cast<size_t>(k)].offset);
     graph_.layer(i).forward(a);
   }
+}
+
+bool Executor::node_training(const Pass& p, int i) const {
+  if (!p.training || p.frozen == nullptr) return p.training;
+  return !(p.frozen[graph_.owner(i)] != 0 && graph_.layer(i).frozen_runs_inference());
 }
 
 void Executor::backward(const Pass& p, float* grads) {
@@ -136,11 +151,21 @@ void Executor::backward(const Pass& p, float* grads) {
       }
       continue;
     }
-    BackwardArgs a{be_,        rows,       p.global_rows,
-                   p.training, {},         graph_.in_shapes(i),
-                   at(b.out),  at(b.grad), {},
-                   {},         {},         {},
-                   at(b.aux),  at(b.work), ctx};
+    BackwardArgs a{be_,
+                   rows,
+                   p.global_rows,
+                   node_training(p, i),
+                   {},
+                   graph_.in_shapes(i),
+                   at(b.out),
+                   at(b.grad),
+                   {},
+                   {},
+                   {},
+                   {},
+                   at(b.aux),
+                   at(b.work),
+                   ctx};
     // Inputs whose gradient already holds a consumer's part (or that an
     // earlier slot of this node writes): their layer writes into a scratch
     // slot of their own, added afterwards.

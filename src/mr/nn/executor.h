@@ -42,6 +42,10 @@ class Executor {
     const float* params = nullptr;
     float* state = nullptr;  // written by layers that keep statistics, when training
     ReplicaContext* ctx = nullptr;
+    // One flag per node (non-zero: its layer is frozen), or null. A frozen
+    // node whose layer runs in inference mode when frozen (Keras'
+    // BatchNormalization) gets training = false in both directions.
+    const char* frozen = nullptr;
   };
   void forward(const Pass& p);
   // Gradients of all trainable variables into `grads` (written, not
@@ -59,6 +63,9 @@ class Executor {
   bool has_activity_regularizers() const { return has_activity_; }
 
  private:
+  // The training flag node i's layer sees in pass p.
+  bool node_training(const Pass& p, int i) const;
+
   struct NodeBuffers {
     int64_t out = -1, grad = -1, aux = -1, work = -1;  // offsets in floats into work_, -1 = none
   };

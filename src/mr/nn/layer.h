@@ -105,6 +105,10 @@ class Layer {
   // The layer's activity regularizer (Keras' activity_regularizer, as
   // keras_regularizer() writes it), null when it has none.
   virtual Json activity_regularizer() const { return nullptr; }
+  // Whether the layer runs in inference mode in training steps once frozen
+  // (trainable = FALSE): Keras 3's BatchNormalization does (it then uses and
+  // keeps its moving statistics); every other layer behaves as when trainable.
+  virtual bool frozen_runs_inference() const { return false; }
 };
 
 }  // namespace mr

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "train/frozen.h"
 #include "train/param_ranges.h"
 
 namespace mr {
@@ -77,6 +78,7 @@ void Model::compile(const CompileConfig& config) {
   }
   c.loss = c.outputs[0].loss;
   c.metrics = c.outputs[0].metrics;
+  resolve_frozen(*graph_, c);
   config_ = c;
   state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
   // Slots that do not start at zero (Adagrad's and Ftrl's accumulators).

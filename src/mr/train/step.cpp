@@ -228,7 +228,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     Backend& be = replicas_.backend(r);
     be.upload(state_.scalars(r), &scalars, sizeof(scalars));
     const auto [begin, count] = stage(r, batch, true);
-    const Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
+    Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
+    ps.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
     rep.exec->forward(ps);
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.

@@ -46,6 +46,11 @@ struct CompileConfig {
   // Keras). Frozen variables keep their values and optimizer slots: the
   // post-backward pipeline reduces and updates only trainable_ranges() of it.
   std::vector<char> trainable;
+  // One flag per graph node, non-zero where the node's layer is frozen (the
+  // R side sends these; Model::compile() derives `trainable` from them when
+  // it is empty). A frozen layer whose Layer::frozen_runs_inference() says so
+  // (BatchNormalization) runs in inference mode in training steps too.
+  std::vector<char> frozen;
 };
 
 // Where output k's sums live in the metric-sum block: its loss sum, then

@@ -62,6 +62,7 @@ class BatchNormalization final : public Layer {
     return w;
   }
   int64_t work_floats(const std::vector<Shape>& in) const override { return 5 * in[0].last(); }
+  bool frozen_runs_inference() const override { return true; }
 
   void forward(const ForwardArgs& a) const override {
     const int64_t c = a.in_shapes[0].last();

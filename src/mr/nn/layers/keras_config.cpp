@@ -34,9 +34,10 @@ ConfigReader::ConfigReader(const char* class_name, const Json& config, uint64_t 
   MR_CHECK(n != nullptr && n->is_string() && !n->get<std::string>().empty(), value, class_name_,
            ": the config needs a non-empty string 'name'");
   name_ = n->get<std::string>();
+  // trainable is read, not kept: whether a layer trains is fixed per compile
+  // (CompileConfig::frozen), as in Keras, so the R side owns the flag.
   if (const Json* t = get("trainable"))
-    MR_CHECK(t->is_boolean() && t->get<bool>(), value, who(),
-             ": trainable = FALSE is not supported yet (frozen layers come with a later release)");
+    MR_CHECK(t->is_boolean(), value, who(), ": 'trainable' must be true or false, got ", t->dump());
   if (const Json* d = get("dtype"))
     MR_CHECK(is_float32_policy(*d), value, who(), ": dtype ", d->dump(),
              " is not supported; mirrored computes in float32");
