@@ -132,7 +132,8 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
-void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
+void Step::losses(int rank, const CompileConfig& c, const HostBatch& batch, int64_t count,
+                  float grad_scale) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   Backend& be = replicas_.backend(rank);
   // Output k's sums follow output k - 1's (metric_offsets()), computed in
@@ -149,8 +150,11 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // global rows): its gradient is scaled by weight_k / global rows. A
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
+    // The loss's per-batch arguments come from the whole global batch.
+    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
+    const LossParams lp = batch_loss_params(o.loss, t.data, batch.rows, t.width);
     // Sample weights: none yet (every row weighs 1).
-    be.loss(o.loss.kind, o.loss, count, cols, out, tgt, nullptr, grad_scale * o.weight, grad,
+    be.loss(o.loss.kind, lp, count, cols, out, tgt, nullptr, grad_scale * o.weight, grad,
             sums + at);
     for (size_t m = 0; m < o.metrics.size(); ++m)
       be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
@@ -175,7 +179,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
-    if (count > 0) losses(r, config, count, scale);
+    if (count > 0) losses(r, config, batch, count, scale);
     rep.exec->backward(ps, state_.grads(r));
     replicas_.comm().all_reduce_sum(r, be, state_.grads(r), graph_.param_floats());
     apply_update(be, config.optimizer, state_.scalars(r), graph_.param_floats(), state_.params(r),
@@ -190,7 +194,7 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     const auto [begin, count] = stage(r, batch, true);
     if (count == 0) return;
     rep.exec->forward(pass(r, begin, count, global_rows, nullptr));
-    losses(r, config, count, 0.0f);
+    losses(r, config, batch, count, 0.0f);
   });
 }
 
