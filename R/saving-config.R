@@ -91,18 +91,6 @@ optimizer_keras_config <- function(opt) {
   list(module = "keras.optimizers", class_name = opt$class_name, config = cfg, registered_name = NULL)
 }
 
-loss_keras_config <- function(loss) {
-  if (!is.null(loss$string)) return(loss$string)
-  cfg <- list(name = loss$name, reduction = loss$reduction)
-  cfg <- c(cfg, switch(loss$kind,
-    sparse_categorical_crossentropy = list(from_logits = loss$from_logits, ignore_class = NULL),
-    categorical_crossentropy = , binary_crossentropy =
-      list(from_logits = loss$from_logits, label_smoothing = 0, axis = -1L),
-    list()
-  ))
-  list(module = "keras.losses", class_name = loss$class_name, config = cfg, registered_name = NULL)
-}
-
 metric_keras_config <- function(m) {
   if (!is.null(m$string)) return(m$string)
   if (m$name %in% c("accuracy", "acc")) return(m$name)
@@ -389,24 +377,6 @@ optimizer_from_keras <- function(x, what) {
     SGD = { keep(c("momentum", "nesterov", "weight_decay")); do.call(optimizer_sgd, args) },
     RMSprop = { keep(c("rho", "momentum", "epsilon", "centered", "weight_decay")); do.call(optimizer_rmsprop, args) },
     abort_config(what, "optimizer class {.val {cls}} is not supported by mirrored.")
-  )
-}
-
-loss_from_keras <- function(x, what) {
-  if (is.character(x)) return(as_loss(x))
-  cls <- cfg_get(x, "class_name", "")
-  cfg <- cfg_get(x, "config", list())
-  red <- cfg_get(cfg, "reduction", "sum_over_batch_size")
-  if (!identical(red, "sum_over_batch_size")) abort_config(what, "loss reduction {.val {red}} is not supported.")
-  name <- cfg_get(cfg, "name")
-  fl <- isTRUE(cfg_get(cfg, "from_logits"))
-  ls <- cfg_get(cfg, "label_smoothing", 0)
-  switch(cls,
-    SparseCategoricalCrossentropy = loss_sparse_categorical_crossentropy(from_logits = fl, name = name),
-    CategoricalCrossentropy = loss_categorical_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
-    BinaryCrossentropy = loss_binary_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
-    MeanSquaredError = loss_mean_squared_error(name = name),
-    abort_config(what, "loss class {.val {cls}} is not supported by mirrored.")
   )
 }
 
