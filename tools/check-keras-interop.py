@@ -316,8 +316,10 @@ def check_losses(keras):
     except Exception as e:  # noqa: BLE001 - any failure to load is the finding
         check(False, f"losses: keras.saving.load_model() failed: {type(e).__name__}: {str(e)[:300]}")
         return
-    # Keras keeps the compile config and builds the losses on first use.
-    cfg = model.get_compile_config()
+    check(model.compiled, "losses: keras.saving.load_model() compiled the model")
+    # Each loss as Keras deserializes it from the file's compile config (the
+    # model's get_compile_config() re-serializes them, and Huber's drops delta).
+    cfg = json.loads(zipfile.ZipFile(path).read("config.json"))["compile_config"]
     losses = [keras.losses.get(entry) for entry in cfg["loss"]]
     check(len(losses) == len(LOSS_EXPECT), f"losses: {len(losses)} losses in the compile config")
     for loss, (cls, want) in zip(losses, LOSS_EXPECT):
