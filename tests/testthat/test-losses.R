@@ -288,3 +288,32 @@ test_that("every loss saves in Keras' layout and loads back", {
   expect_written_losses(back)
   expect_equal(back$compiled_outputs[[1]]$loss$delta, 0.5)
 })
+
+# ignore_class's divisor and hinge's label mapping are decided on the whole
+# global batch (batches of 7 split 3 + 2 + 2 hold different numbers of
+# ignored rows): 1, 2 and 3 replicas train to the same weights and log the
+# same losses.
+test_that("per-batch loss parameters give the same numbers on any replica count", {
+  x <- read_fx("x")
+  y_void <- read_fx("sparse_ignore_void_y")
+  y_bin <- read_fx("hinge_y")
+  run <- function(n, loss, y, units) {
+    strategy <- suppressMessages(mirrored_strategy(paste0("/cpu:", seq_len(n) - 1)))
+    with(strategy$scope(), {
+      model <- keras_model_sequential(input_shape = 3) |> layer_dense(units)
+      set_weights(model, list(matrix(seq(-0.5, 0.5, length.out = 3 * units), 3), rep(0.1, units)))
+      compile(model, optimizer = optimizer_sgd(0.3), loss = loss)
+    })
+    h <- fit(model, x, y, batch_size = 7, epochs = 2, shuffle = FALSE, verbose = 0)
+    list(w = get_weights(model), loss = h$metrics$loss)
+  }
+  for (case in list(list(loss_sparse_categorical_crossentropy(from_logits = TRUE, ignore_class = -1), y_void, 4),
+                    list(loss_hinge(), y_bin, 2))) {
+    one <- run(1, case[[1]], case[[2]], case[[3]])
+    for (n in 2:3) {
+      other <- run(n, case[[1]], case[[2]], case[[3]])
+      expect_equal(other$loss, one$loss, tolerance = 1e-6)
+      expect_equal(other$w, one$w, tolerance = 1e-6)
+    }
+  }
+})
