@@ -99,8 +99,11 @@ check_targets <- function(model, ys, n, call = sys.call(-1)) {
     width <- prod(sample_shape(y))
     if (loss$kind == "sparse_categorical_crossentropy") {
       if (width != 1) abort_kind("shape", "{.arg {lab}} must hold one class index per sample for {.val {loss$name}}, got {width} values per sample.", call = call)
-      if (any(y != round(y)) || any(y < 0) || any(y >= units)) {
-        bad <- y[y != round(y) | y < 0 | y >= units][1]
+      # Labels equal to the loss's ignore_class are masked out, whatever their value.
+      ok <- y == round(y) & y >= 0 & y < units
+      if (!is.null(loss$ignore_class)) ok <- ok | y == loss$ignore_class
+      if (!isTRUE(all(ok))) {
+        bad <- y[is.na(ok) | !ok][1]
         abort_value("{.arg {lab}} must hold class indices in 0..{units - 1} (the output has {units} units); found {bad}.",
                     call = call)
       }

@@ -105,7 +105,7 @@ resolve_outputs <- function(model, loss, metrics, loss_weights, call = sys.call(
 outputs_core_spec <- function(model) {
   spec <- function(m) list(kind = m$kind, threshold = m$threshold, name = m$name)
   lapply(model$compiled_outputs, function(o) {
-    list(loss = list(kind = o$loss$kind, from_logits = o$loss$from_logits, name = o$loss$name),
+    list(loss = loss_core_spec(o$loss),
          weight = o$weight, metrics = lapply(o$metrics, spec),
          name = if (is.na(o$name)) "" else o$name)
   })

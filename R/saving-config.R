@@ -77,18 +77,6 @@ nested_model_entry <- function(model, functional, calls = NULL) {
 
 # optimizer_keras_config(): R/optimizers-keras.R
 
-loss_keras_config <- function(loss) {
-  if (!is.null(loss$string)) return(loss$string)
-  cfg <- list(name = loss$name, reduction = loss$reduction)
-  cfg <- c(cfg, switch(loss$kind,
-    sparse_categorical_crossentropy = list(from_logits = loss$from_logits, ignore_class = NULL),
-    categorical_crossentropy = , binary_crossentropy =
-      list(from_logits = loss$from_logits, label_smoothing = 0, axis = -1L),
-    list()
-  ))
-  list(module = "keras.losses", class_name = loss$class_name, config = cfg, registered_name = NULL)
-}
-
 metric_keras_config <- function(m) {
   if (!is.null(m$string)) return(m$string)
   if (m$name %in% c("accuracy", "acc")) return(m$name)
@@ -360,24 +348,6 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
 }
 
 # optimizer_from_keras(): R/optimizers-keras.R
-
-loss_from_keras <- function(x, what) {
-  if (is.character(x)) return(as_loss(x))
-  cls <- cfg_get(x, "class_name", "")
-  cfg <- cfg_get(x, "config", list())
-  red <- cfg_get(cfg, "reduction", "sum_over_batch_size")
-  if (!identical(red, "sum_over_batch_size")) abort_config(what, "loss reduction {.val {red}} is not supported.")
-  name <- cfg_get(cfg, "name")
-  fl <- isTRUE(cfg_get(cfg, "from_logits"))
-  ls <- cfg_get(cfg, "label_smoothing", 0)
-  switch(cls,
-    SparseCategoricalCrossentropy = loss_sparse_categorical_crossentropy(from_logits = fl, name = name),
-    CategoricalCrossentropy = loss_categorical_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
-    BinaryCrossentropy = loss_binary_crossentropy(from_logits = fl, label_smoothing = ls, name = name),
-    MeanSquaredError = loss_mean_squared_error(name = name),
-    abort_config(what, "loss class {.val {cls}} is not supported by mirrored.")
-  )
-}
 
 metric_from_keras <- function(x, what) {
   if (is.character(x)) return(x)

@@ -155,7 +155,8 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
 }
 
 // `outputs`: one list per model output (loss = list(kind, from_logits,
-// name), weight, metrics = list of list(kind, threshold, name), name).
+// name, and LossParams' other arguments), weight, metrics = list of list(kind, threshold, name),
+// name).
 // `frozen`: one flag per graph node, TRUE where the layer is frozen
 // (R/freeze.R); empty when nothing is.
 // [[Rcpp::export]]
@@ -185,6 +186,14 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
       oc.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
       oc.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
       oc.loss.name = Rcpp::as<std::string>(loss["name"]);
+      // The loss's Keras arguments (R/losses.R, loss_core_spec()).
+      oc.loss.label_smoothing = static_cast<float>(Rcpp::as<double>(loss["label_smoothing"]));
+      oc.loss.has_ignore = Rcpp::as<bool>(loss["has_ignore"]);
+      oc.loss.ignore_class = static_cast<float>(Rcpp::as<double>(loss["ignore_class"]));
+      oc.loss.delta = static_cast<float>(Rcpp::as<double>(loss["delta"]));
+      oc.loss.alpha = static_cast<float>(Rcpp::as<double>(loss["alpha"]));
+      oc.loss.gamma = static_cast<float>(Rcpp::as<double>(loss["gamma"]));
+      oc.loss.apply_class_balancing = Rcpp::as<bool>(loss["apply_class_balancing"]);
       oc.weight = static_cast<float>(Rcpp::as<double>(out["weight"]));
       oc.name = Rcpp::as<std::string>(out["name"]);
       const Rcpp::List metrics = out["metrics"];

@@ -20,7 +20,8 @@ with their optimizer state: one more epoch in Keras gives the weights
 mirrored reaches (max abs difference <= 1e-5).
 Then a model with frozen layers round-trips both ways with its trainable
 flags and the optimizer variables of its trainable variables only.
-Exit status 0 when every check passes.
+A model compiled with every loss of issue 13 must load in Keras 3 with
+each loss's class and arguments. Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
 """
@@ -165,6 +166,55 @@ writeLines(format(evaluate(m, x, yr, batch_size = 32, verbose = 0)$loss, digits 
            file.path(out, "regularized_eval.txt"))
 """
 
+# Issue 13's losses: a model with one output per loss, compiled by mirrored
+# with every new loss and its arguments (and label_smoothing, ignore_class),
+# saved; Keras must load it and rebuild each loss with the same class and
+# arguments.
+R_LOSSES = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+losses <- list(
+  loss_huber(delta = 0.5), "mae", loss_mean_absolute_percentage_error(), "msle", loss_log_cosh(),
+  loss_kl_divergence(), loss_poisson(name = "pois"), loss_cosine_similarity(), loss_hinge(),
+  loss_squared_hinge(), loss_categorical_hinge(),
+  loss_binary_focal_crossentropy(apply_class_balancing = TRUE, alpha = 0.3, gamma = 1.5,
+                                 from_logits = TRUE, label_smoothing = 0.1),
+  loss_categorical_focal_crossentropy(alpha = 0.4, gamma = 3, label_smoothing = 0.2),
+  loss_binary_crossentropy(label_smoothing = 0.2),
+  loss_categorical_crossentropy(from_logits = TRUE, label_smoothing = 0.1),
+  loss_sparse_categorical_crossentropy(from_logits = TRUE, ignore_class = -1L))
+inp <- keras_input(shape = 3)
+outs <- lapply(seq_along(losses), function(k) inp |> layer_dense(3, name = paste0("out", k)))
+m <- keras_model(inp, outs)
+m |> compile(optimizer = "sgd", loss = losses)
+save_model(m, file.path(out, "losses.keras"))
+"""
+
+# What Keras must rebuild from R_LOSSES' file, output by output: the class
+# and the config entries to compare (name and arguments).
+LOSS_EXPECT = [
+    ("Huber", {"name": "huber_loss", "delta": 0.5}),
+    ("mean_absolute_error", {}),
+    ("MeanAbsolutePercentageError", {"name": "mean_absolute_percentage_error"}),
+    ("mean_squared_logarithmic_error", {}),
+    ("LogCosh", {"name": "log_cosh"}),
+    ("KLDivergence", {"name": "kl_divergence"}),
+    ("Poisson", {"name": "pois"}),
+    ("CosineSimilarity", {"name": "cosine_similarity"}),
+    ("Hinge", {"name": "hinge"}),
+    ("SquaredHinge", {"name": "squared_hinge"}),
+    ("CategoricalHinge", {"name": "categorical_hinge"}),
+    ("BinaryFocalCrossentropy", {"apply_class_balancing": True, "alpha": 0.3, "gamma": 1.5,
+                                 "from_logits": True, "label_smoothing": 0.1}),
+    ("CategoricalFocalCrossentropy", {"alpha": 0.4, "gamma": 3.0, "label_smoothing": 0.2,
+                                      "from_logits": False}),
+    ("BinaryCrossentropy", {"label_smoothing": 0.2, "from_logits": False}),
+    ("CategoricalCrossentropy", {"label_smoothing": 0.1, "from_logits": True}),
+    ("SparseCategoricalCrossentropy", {"ignore_class": -1, "from_logits": True}),
+]
+
 failures = []
 
 
@@ -239,6 +289,7 @@ def main():
     check_layer_models(keras, np)
     check_optimizer_models(keras, np)
     check_frozen_model(keras, np)
+    check_losses(keras)
 
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
@@ -437,6 +488,38 @@ def check_frozen_model(keras, np):
     mine = np.concatenate([np.asarray(w).reshape(-1, order="F") for w in model.get_weights()])
     diff = float(np.max(np.abs(got - mine)))
     check(diff == 0.0, f"frozen: mirrored reads Keras' weights exactly (max abs diff {diff})")
+
+
+
+def check_losses(keras):
+    """Keras rebuilds every loss of issue 13 from a file mirrored saved."""
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-losses-")
+    rfile = os.path.join(tmp, "make.R")
+    with open(rfile, "w") as f:
+        f.write(R_LOSSES)
+    subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
+    path = os.path.join(tmp, "losses.keras")
+    try:
+        model = keras.saving.load_model(path)
+    except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        check(False, f"losses: keras.saving.load_model() failed: {type(e).__name__}: {str(e)[:300]}")
+        return
+    check(model.compiled, "losses: keras.saving.load_model() compiled the model")
+    # Each loss as Keras deserializes it from the file's compile config (the
+    # model's get_compile_config() re-serializes them, and Huber's drops delta).
+    cfg = json.loads(zipfile.ZipFile(path).read("config.json"))["compile_config"]
+    losses = [keras.losses.get(entry) for entry in cfg["loss"]]
+    check(len(losses) == len(LOSS_EXPECT), f"losses: {len(losses)} losses in the compile config")
+    for loss, (cls, want) in zip(losses, LOSS_EXPECT):
+        got_cls = type(loss).__name__ if isinstance(loss, keras.losses.Loss) else loss.__name__
+        got = loss.get_config() if isinstance(loss, keras.losses.Loss) else {}
+        # Huber's get_config() leaves delta out: read the attribute.
+        if cls == "Huber":
+            got = dict(got, delta=loss._fn_kwargs["delta"])
+        same = got_cls == cls and all(
+            (abs(got.get(k, float("nan")) - v) < 1e-7) if isinstance(v, float) else got.get(k) == v
+            for k, v in want.items())
+        check(same, f"losses: {cls} rebuilt by Keras with {want} (got {got_cls} {got})")
 
 
 if __name__ == "__main__":

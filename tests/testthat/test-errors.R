@@ -33,7 +33,7 @@ test_that("bad layer and model arguments are classed errors naming the argument"
 test_that("compile() rejects unknown optimizers, losses and metrics", {
   model <- keras_model_sequential(input_shape = 4) |> layer_dense(units = 3)
   expect_mirrored_error(compile(model, optimizer = "adagradd", loss = "mse"), regexp = "optimizer")
-  expect_mirrored_error(compile(model, optimizer = "adam", loss = "hinge"), regexp = "loss")
+  expect_mirrored_error(compile(model, optimizer = "adam", loss = "dice"), regexp = "loss")
   expect_mirrored_error(compile(model, optimizer = "adam", loss = "mse", metrics = "f1"), regexp = "metrics")
   expect_mirrored_error(compile(model, optimizer = "adam"), regexp = "loss")
   expect_mirrored_error(optimizer_adam(learning_rate = -1), regexp = "learning_rate")

@@ -72,7 +72,22 @@ enum class LossKind {
   sparse_categorical_crossentropy,  // target: class index per row (stored as float)
   categorical_crossentropy,         // target: same shape as prediction
   binary_crossentropy,              // target: same shape as prediction, 0..1
-  mean_squared_error                // target: same shape as prediction
+  mean_squared_error,               // target: same shape as prediction
+  // Issue 13 (appended; formulas in backends/common/loss_math.h). Targets
+  // have the prediction's shape.
+  huber,
+  mean_absolute_error,
+  mean_absolute_percentage_error,
+  mean_squared_logarithmic_error,
+  log_cosh,
+  kl_divergence,
+  poisson,
+  cosine_similarity,
+  hinge,
+  squared_hinge,
+  categorical_hinge,
+  binary_focal_crossentropy,
+  categorical_focal_crossentropy
 };
 
 // The arguments of Keras 3's loss classes (their get_config() names); each
@@ -93,6 +108,10 @@ struct LossParams {
   float alpha = 0.25f;                 // focal crossentropies
   float gamma = 2.0f;                  // focal crossentropies
   bool apply_class_balancing = false;  // binary focal crossentropy
+  // hinge, squared_hinge: the targets are mapped to 2 t - 1. Keras does so
+  // when every target of the batch is 0 or 1; the step sets it from the
+  // global batch (batch_loss_params in nn/loss.h).
+  bool binary_labels = false;
 };
 
 // Metrics add per-sample values into acc[0] and the number of samples into acc[1].

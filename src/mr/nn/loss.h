@@ -23,6 +23,15 @@ struct MetricConfig {
   std::string name = "sparse_categorical_accuracy";
 };
 
+// The loss's arguments for one global batch of `rows` target rows of
+// `width` floats (on the host, as the batch was assembled): LossParams'
+// per-batch entries -- ignore_class's valid_weight (rows / valid rows, 0
+// when none is valid) and hinge's binary_labels -- computed from the whole
+// global batch, so that every replica uses the same values whatever its
+// slice. Other losses get `c` unchanged.
+LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t rows,
+                             int64_t width);
+
 LossKind loss_kind(const std::string& name);
 MetricKind metric_kind(const std::string& name);
 // Width of one target row for a loss whose prediction has `cols` columns.

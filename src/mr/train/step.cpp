@@ -189,7 +189,8 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
-void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
+void Step::losses(int rank, const CompileConfig& c, const HostBatch& batch, int64_t count,
+                  float grad_scale) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   Backend& be = replicas_.backend(rank);
   // Output k's sums follow output k - 1's (metric_offsets()), computed in
@@ -209,7 +210,10 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // global rows): its gradient is scaled by weight_k / global rows. A
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
-    be.loss(o.loss.kind, o.loss, count, cols, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
+    // The loss's per-batch arguments come from the whole global batch.
+    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
+    const LossParams lp = batch_loss_params(o.loss, t.data, batch.rows, t.width);
+    be.loss(o.loss.kind, lp, count, cols, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
     for (size_t m = 0; m < o.metrics.size(); ++m)
       be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
                 sums + at + 1 + 2 * m);
@@ -234,7 +238,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
-    if (count > 0) losses(r, config, count, scale);
+    if (count > 0) losses(r, config, batch, count, scale);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     rep.exec->activity_penalties(ps, reg_sum);
     rep.exec->backward(ps, state_.grads(r));
@@ -261,7 +265,7 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     if (count == 0) return;
     const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
     rep.exec->forward(ps);
-    losses(r, config, count, 0.0f);
+    losses(r, config, batch, count, 0.0f);
     rep.exec->activity_penalties(ps, reg_sum);
   });
 }

@@ -105,7 +105,9 @@ class Step {
   // Loss (and its gradient into the outputs' gradient buffers when
   // `grad_scale` > 0) and metric sums of every output over the replica's
   // slice, each sample weighted by its sample weight when the batch has them.
-  void losses(int rank, const CompileConfig& c, int64_t count, float grad_scale);
+  // The loss's per-batch arguments are read from `batch` (batch_loss_params).
+  void losses(int rank, const CompileConfig& c, const HostBatch& batch, int64_t count,
+              float grad_scale);
 
   const Graph& graph_;
   ReplicaSet& replicas_;

@@ -12,6 +12,8 @@
 //   c = clip(p), -(t log c + (1 - t) log(1 - c)); logits: the stable
 //   max(z, 0) - z t + log(1 + exp(-|z|)).
 // - MSE: mean over cols of (p - t)^2.
+// Label smoothing s (categorical, binary) replaces each target t by
+// t (1 - s) + s / cols (categorical) or t (1 - s) + s / 2 (binary).
 // Gradients are those of the per-sample value (clip passes gradient where its
 // input lies inside [eps, 1 - eps], as tf.clip_by_value does), times grad_scale.
 // eps = 1e-7 (keras.config.epsilon()).
@@ -80,19 +82,26 @@ MR_HD double sparse_ce_row(int64_t cols, const float* z, const float* t, float g
   return log(s) - log(cy);
 }
 
+// A target after label smoothing s over k classes (s = 0: unchanged).
+MR_HD double smoothed(float t, float s, double k) {
+  return s != 0.0f ? static_cast<double>(t) * (1.0 - s) + s / k : static_cast<double>(t);
+}
+
 MR_HD double categorical_ce_row(int64_t cols, const float* z, const float* t, float gs, float* d,
-                                bool logits) {
+                                bool logits, float smoothing = 0.0f) {
+  const double k = static_cast<double>(cols);
   if (logits) {
     const double lse = logsumexp(z, cols);
     double tsum = 0.0, loss = 0.0;
     for (int64_t c = 0; c < cols; ++c) {
-      tsum += t[c];
-      loss += static_cast<double>(t[c]) * (lse - z[c]);
+      const double tc = smoothed(t[c], smoothing, k);
+      tsum += tc;
+      loss += tc * (lse - z[c]);
     }
     if (d)
       for (int64_t c = 0; c < cols; ++c) {
         const double p = exp(static_cast<double>(z[c]) - lse);
-        d[c] = static_cast<float>(gs * (p * tsum - t[c]));
+        d[c] = static_cast<float>(gs * (p * tsum - smoothed(t[c], smoothing, k)));
       }
     return loss;
   }
@@ -101,11 +110,11 @@ MR_HD double categorical_ce_row(int64_t cols, const float* z, const float* t, fl
   double loss = 0.0, gq_dot_q = 0.0;
   for (int64_t c = 0; c < cols; ++c) {
     const float q = static_cast<float>(z[c] / s);
-    const double cq = clip(q);
-    loss -= static_cast<double>(t[c]) * log(cq);
+    const double cq = clip(q), tc = smoothed(t[c], smoothing, k);
+    loss -= tc * log(cq);
     if (d) {
       // dL/dq_c, kept in d until the normalisation's Jacobian is applied.
-      const double gq = inside_clip(q) ? -static_cast<double>(t[c]) / cq : 0.0;
+      const double gq = inside_clip(q) ? -tc / cq : 0.0;
       gq_dot_q += gq * (z[c] / s);
       d[c] = static_cast<float>(gq);
     }
@@ -118,11 +127,11 @@ MR_HD double categorical_ce_row(int64_t cols, const float* z, const float* t, fl
 }
 
 MR_HD double binary_ce_row(int64_t cols, const float* z, const float* t, float gs, float* d,
-                           bool logits) {
+                           bool logits, float smoothing = 0.0f) {
   const double inv_cols = 1.0 / static_cast<double>(cols);
   double sum = 0.0;
   for (int64_t c = 0; c < cols; ++c) {
-    const double tc = t[c];
+    const double tc = smoothed(t[c], smoothing, 2.0);
     if (logits) {
       const double x = z[c];
       sum += (x > 0.0 ? x : 0.0) - x * tc + log1p(exp(-fabs(x)));
