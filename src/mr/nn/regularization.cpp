@@ -259,11 +259,12 @@ ConstraintSpec constraint_spec(const Json& keras, const Shape& shape, const std:
 Regularization::Regularization(const Graph& graph, Backend& be)
     : be_(be), work_(nullptr, DeviceFree{&be}) {
   int64_t numel = 0, square = 0;
-  for (const Graph::Param& p : graph.params()) {
+  for (size_t pi = 0; pi < graph.params().size(); ++pi) {
+    const Graph::Param& p = graph.params()[pi];
     const std::string who = "layer '" + graph.node(p.node).name + "' " + p.name;
     const RegularizerSpec r = regularizer_spec(p.options.regularizer);
     if (r.kind != RegularizerSpec::Kind::none) {
-      Reg reg{p.offset, 1, p.size, r};
+      Reg reg{p.offset, 1, p.size, r, static_cast<int>(pi)};
       if (r.kind == RegularizerSpec::Kind::orthogonal) {
         MR_CHECK(p.shape.rank() == 2, value, who,
                  ": OrthogonalRegularizer needs a weight of rank 2, got shape ", p.shape.str());
@@ -279,7 +280,7 @@ Regularization::Regularization(const Graph& graph, Backend& be)
       regs_.push_back(reg);
     }
     const ConstraintSpec c = constraint_spec(p.options.constraint, p.shape, who);
-    if (c.kind != ConstraintSpec::Kind::none) cons_.push_back({p.offset, c});
+    if (c.kind != ConstraintSpec::Kind::none) cons_.push_back({p.offset, c, static_cast<int>(pi)});
   }
   if (numel > 0) {
     const int64_t a = align_floats(numel), b = align_floats(square);
@@ -296,6 +297,7 @@ Regularization::Regularization(const Graph& graph, Backend& be)
 void Regularization::add_weight_penalties(const float* params, float* grads, double* acc,
                                           double loss_scale) {
   for (const Reg& r : regs_) {
+    if (!r.active) continue;
     const float* w = params + r.offset;
     float* g = grads != nullptr ? grads + r.offset : nullptr;
     if (r.spec.kind == RegularizerSpec::Kind::orthogonal) {
@@ -352,6 +354,7 @@ void Regularization::orthogonal(const Reg& r, const float* w, float* grad, doubl
 
 void Regularization::apply_constraints(float* params) {
   for (const Con& c : cons_) {
+    if (!c.active) continue;
     float* w = params + c.offset;
     if (c.spec.kind == ConstraintSpec::Kind::non_neg) {
       be_.non_neg_constraint(c.spec.inner, w);
@@ -360,6 +363,14 @@ void Regularization::apply_constraints(float* params) {
                           c.spec.max_value, c.spec.rate, w);
     }
   }
+}
+
+void Regularization::set_trainable(const std::vector<char>& trainable) {
+  auto on = [&](int param) {
+    return trainable.empty() || trainable.at(static_cast<size_t>(param)) != 0;
+  };
+  for (Reg& r : regs_) r.active = on(r.param);
+  for (Con& c : cons_) c.active = on(c.param);
 }
 
 std::vector<RegularizerSpec> activity_specs(const Graph& graph) {

@@ -77,6 +77,10 @@ class Regularization {
   }
   // Applies every constraint to its variable (after the update).
   void apply_constraints(float* params);
+  // Keras regularizes and constrains trainable variables only: `trainable`
+  // has one flag per Graph::params() index (empty: all trainable), set at
+  // compile(); frozen variables are skipped from then on.
+  void set_trainable(const std::vector<char>& trainable);
 
   bool empty() const { return regs_.empty() && cons_.empty(); }
 
@@ -84,10 +88,14 @@ class Regularization {
   struct Reg {
     int64_t offset, rows, cols;  // a rank-2 view for orthogonal ones
     RegularizerSpec spec;
+    int param;           // its index in Graph::params()
+    bool active = true;  // false while the variable is frozen
   };
   struct Con {
     int64_t offset;
     ConstraintSpec spec;
+    int param;
+    bool active = true;
   };
   void orthogonal(const Reg& r, const float* w, float* grad, double* acc, double loss_scale);
 

@@ -88,6 +88,7 @@ void Model::compile(const CompileConfig& config) {
   }
   // Frozen variables get no all-reduce and no update (train/param_ranges.h).
   step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));
+  step_.set_trainable(config_.trainable);
   compiled_ = true;
 }
 

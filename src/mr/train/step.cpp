@@ -93,6 +93,10 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
 
 Step::~Step() = default;
 
+void Step::set_trainable(const std::vector<char>& trainable) {
+  for (auto& rep : reps_) rep->reg->set_trainable(trainable);
+}
+
 void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths, bool weights) {
   const int n = replicas_.size();
   // The first replica's slice is the largest (dist/batch_split.h).
@@ -246,7 +250,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // ones too (replica 0 alone: every replica's is the same); their
     // gradient is added by the update pipeline's hook (Step::Step) on the
     // steps that apply, after the all-reduce.
-    if (r == 0) rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
+    if (r == 0)
+      rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
     // Accumulation, all-reduce, regularization gradients, clipping, the
     // update, constraints, EMA (train/update.h).
     update_.run(r, config.optimizer, iteration, state_.scalars(r));

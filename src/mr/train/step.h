@@ -93,6 +93,8 @@ class Step {
 
   // The post-backward pipeline (train/update.h): prepared by compile().
   UpdatePipeline& update() { return update_; }
+  // Keras regularizes and constrains trainable variables only (compile()).
+  void set_trainable(const std::vector<char>& trainable);
 
  private:
   struct Replica;
