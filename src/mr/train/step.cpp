@@ -27,19 +27,28 @@ class CommContext final : public ReplicaContext {
 
 }  // namespace
 
+namespace {
+// Doubles of output o's part of the metric-sum block.
+size_t output_doubles(const OutputConfig& o) {
+  size_t n = 1;
+  for (const MetricConfig& m : o.metrics) n += static_cast<size_t>(metric_state_size(m, o.cols));
+  return n;
+}
+}  // namespace
+
 std::vector<size_t> metric_offsets(const CompileConfig& c) {
   std::vector<size_t> off;
   size_t at = 0;
   for (const OutputConfig& o : c.outputs) {
     off.push_back(at);
-    at += 1 + 2 * o.metrics.size();
+    at += output_doubles(o);
   }
   return off;
 }
 
 size_t metric_doubles(const CompileConfig& c) {
   size_t n = 0;
-  for (const OutputConfig& o : c.outputs) n += 1 + 2 * o.metrics.size();
+  for (const OutputConfig& o : c.outputs) n += output_doubles(o);
   return n;
 }
 
@@ -151,10 +160,15 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     be.loss(o.loss.kind, o.loss.from_logits, count, cols, out, tgt, grad_scale * o.weight, grad,
             sums + at);
-    for (size_t m = 0; m < o.metrics.size(); ++m)
-      be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
-                sums + at + 1 + 2 * m);
-    at += 1 + 2 * o.metrics.size();
+    // Per-row sample weights of this slice (null: every row weighs 1); only
+    // weighted_metrics read them.
+    const float* sample_weights = nullptr;
+    size_t state_at = at + 1;
+    for (const MetricConfig& m : o.metrics) {
+      be.metric(m, count, cols, out, tgt, m.weighted ? sample_weights : nullptr, sums + state_at);
+      state_at += static_cast<size_t>(metric_state_size(m, cols));
+    }
+    at = state_at;
   }
 }
 
