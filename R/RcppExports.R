@@ -105,8 +105,8 @@ cpp_iterator_release <- function(it) {
     invisible(.Call(`_mirrored_cpp_iterator_release`, it))
 }
 
-cpp_dataset_source <- function(ds, continue_passes) {
-    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes)
+cpp_dataset_source <- function(ds, continue_passes, arg, roles, used) {
+    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes, arg, roles, used)
 }
 
 cpp_dataset_drain <- function(ds, step_seconds) {
@@ -179,6 +179,10 @@ cpp_model_inject_fault <- function(ptr, rank, step, kind, seconds) {
 
 cpp_read_npz <- function(path) {
     .Call(`_mirrored_cpp_read_npz`, path)
+}
+
+cpp_class_weight_source <- function(source, parts, weights, arg) {
+    .Call(`_mirrored_cpp_class_weight_source`, source, parts, weights, arg)
 }
 
 cpp_json_parse <- function(text, what) {

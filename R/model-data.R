@@ -110,11 +110,12 @@ check_targets <- function(model, ys, n, call = sys.call(-1)) {
   }
 }
 
-# x arrays (and y arrays) as one array_source's parts.
-data_parts <- function(xs, ys = NULL) {
-  parts <- c(unclass(xs), unclass(ys))
+# x arrays (and y arrays, and sample weights: as_sample_weights()) as one
+# array_source's parts.
+data_parts <- function(xs, ys = NULL, ws = NULL) {
+  parts <- c(unclass(xs), unclass(ys), unclass(ws))
   attributes(parts) <- NULL
-  list(parts = parts, labels = c(attr(xs, "labels"), attr(ys, "labels")))
+  list(parts = parts, labels = c(attr(xs, "labels"), attr(ys, "labels"), attr(ws, "labels")))
 }
 
 take_rows_all <- function(xs, rows) {

@@ -13,9 +13,13 @@
 #' @param x Inputs: an array with samples along the first dimension (for a
 #'   model of several inputs, a list of arrays in input order or a list
 #'   named by the inputs' names), or a dataset (see [tensor_slices_dataset()])
-#'   whose elements are batches `list(x, y)` (several inputs or outputs:
-#'   `list(list(a, b), list(y1, y2))`, or those arrays as one flat list); then `y` and `batch_size` must be `NULL`, `shuffle` is
-#'   ignored (shuffle the dataset) and `validation_data` may be a dataset too.
+#'   whose elements are batches `list(x, y)` or `list(x, y, sample_weight)`
+#'   (several inputs or outputs: `list(list(a, b), list(y1, y2))`, or those
+#'   arrays as one flat list; sample weights as one array for all outputs or
+#'   one per output); then `y`, `batch_size` and `sample_weight` must be
+#'   `NULL`, `shuffle` is ignored (shuffle the dataset) and `validation_data`
+#'   may be a dataset too. A NaN or Inf in a batch is an error naming the
+#'   component, the batch and the row.
 #' @param y Targets: class indices (0-based) for sparse losses, else an
 #'   array; for a model of several outputs a list of them in output order or
 #'   named by output.
@@ -25,10 +29,23 @@
 #' @param callbacks A list of callbacks (see [callback_early_stopping()]).
 #' @param validation_split Fraction of the samples, taken from the end of
 #'   `x`/`y` before shuffling, held out for validation.
-#' @param validation_data `list(x_val, y_val)` or a dataset, evaluated after each epoch
-#'   (wins over `validation_split`).
+#' @param validation_data `list(x_val, y_val)`, `list(x_val, y_val,
+#'   val_sample_weight)` or a dataset, evaluated after each epoch (wins over
+#'   `validation_split`).
 #' @param shuffle Whether to shuffle the training samples each epoch.
-#' @param class_weight,sample_weight Not supported yet (must be `NULL`).
+#' @param class_weight Weights of the classes, applied to the training loss
+#'   (not to validation): a named list (or named numeric vector) mapping
+#'   0-based class indices to weights, e.g. `list("0" = 1, "1" = 5)`; an
+#'   unnamed numeric vector gives classes 0, 1, ... in order. Each sample
+#'   weighs its class's weight (its label, or the argmax of a one-hot or
+#'   probability target); classes not named weigh 1. Only for models of one
+#'   output, and not together with `sample_weight`.
+#' @param sample_weight Weights of the training samples: a numeric vector
+#'   with one weight per sample (for a model of several outputs, one vector
+#'   for all outputs or a list of one per output). The loss of a batch is
+#'   `sum(w * loss) / rows` (Keras' `"sum_over_batch_size"`), on any number
+#'   of replicas. `validation_split` holds out the weights of the held-out
+#'   samples with them. Not with a dataset: put the weights in its elements.
 #' @param initial_epoch Epoch to start at (1-based, as in keras3), e.g. to
 #'   resume training.
 #' @param steps_per_epoch Batches per epoch (default: all of them).
@@ -55,6 +72,9 @@
 #'                  loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
 #' history <- model |> fit(x, y, epochs = 3, verbose = 2)
 #' history
+#' # Weighting the samples, or the classes (here the same weights):
+#' model |> fit(x, y, sample_weight = ifelse(y == 1, 2, 1), epochs = 1, verbose = 0)
+#' model |> fit(x, y, class_weight = list("0" = 1, "1" = 2), epochs = 1, verbose = 0)
 #' @importFrom generics fit
 #' @export
 fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL, epochs = 1L,
@@ -67,8 +87,10 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   model <- object
   require_compiled(model)
   check_model_strategy(model)
-  check_unsupported(class_weight = class_weight, sample_weight = sample_weight)
-  if (is_dataset(x)) check_dataset_call(batch_size, y, "x")
+  if (is_dataset(x)) check_dataset_call(batch_size, y, "x", sample_weight)
+  if (!is.null(class_weight) && !is.null(sample_weight)) {
+    abort_value("{.arg class_weight} and {.arg sample_weight} can not be used at the same time; give one of them.")
+  }
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   epochs <- check_int(epochs, "epochs", min = 0)
   initial_epoch <- check_int(initial_epoch, "initial_epoch", min = 1)
@@ -84,7 +106,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   verbose <- resolve_verbose(verbose)
   # validation_data wins over validation_split, which then holds nothing out.
   data <- fit_training_data(model, x, y, batch_size, shuffle, steps_per_epoch,
-                            if (is.null(validation_data)) validation_split else 0)
+                            if (is.null(validation_data)) validation_split else 0,
+                            sample_weight, class_weight)
   train <- data$source
   steps <- data$steps
   val_data <- fit_validation_data(model, validation_data %||% data$held_out, validation_batch_size,
@@ -137,7 +160,10 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #'
 #' @inheritParams fit.mirrored_model
 #' @param steps Batches to evaluate (default: all).
-#' @param sample_weight Not supported yet (must be `NULL`).
+#' @param sample_weight Weights of the samples (one per sample; for a model
+#'   of several outputs one vector for all or a list of one per output): the
+#'   loss is `sum(w * loss) / samples`. Not with a dataset: put the weights
+#'   in its elements (`list(x, y, sample_weight)`).
 #' @return A named list: `loss` and one entry per metric; for a model of
 #'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),
 #'   `<output>_loss` and `<output>_<metric>`.
@@ -150,6 +176,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' model |> compile(optimizer = "adam", metrics = "accuracy",
 #'                  loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
 #' model |> evaluate(x, y, verbose = 0)
+#' model |> evaluate(x, y, sample_weight = runif(20), verbose = 0)
 #' @export
 evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NULL,
                                     verbose = getOption("keras.verbose", default = "auto"),
@@ -157,12 +184,11 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   model <- object
   require_compiled(model)
   check_model_strategy(model)
-  check_unsupported(sample_weight = sample_weight)
-  if (is_dataset(x)) check_dataset_call(batch_size, y, "x")
+  if (is_dataset(x)) check_dataset_call(batch_size, y, "x", sample_weight)
   batch_size <- check_int(batch_size %||% 32L, "batch_size", min = 1)
   steps <- check_int(steps, "steps", min = 1, null_ok = TRUE)
   verbose <- resolve_verbose(verbose)
-  input <- inference_data(model, x, y, batch_size, steps, targets = TRUE)
+  input <- inference_data(model, x, y, batch_size, steps, targets = TRUE, sample_weight = sample_weight)
   data <- input[[1]]
   nsteps <- input[[2]]
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
@@ -216,14 +242,17 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
 # arrays the data-order seed (and how to rebuild the source with another one,
 # for a resumed run) plus the samples validation_split held out.
 fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch, validation_split,
-                              call = sys.call(-1)) {
+                              sample_weight = NULL, class_weight = NULL, call = sys.call(-1)) {
   if (is_dataset(x)) {
     if (validation_split > 0) {
       abort_value("{.arg validation_split} is not supported when {.arg x} is a dataset; give {.arg validation_data}.",
                   call = call)
     }
-    source <- dataset_batch_source(model, x, "x", targets = TRUE, continue = !is.null(steps_per_epoch))
+    source <- dataset_batch_source(model, x, "x", targets = TRUE, continue = !is.null(steps_per_epoch),
+                                   call = call)
     check_loss_output(model, call = call)
+    source <- class_weight_source(model, source, class_weight_table(model, class_weight, call = call), "x",
+                                  call = call)
     return(list(source = source, steps = steps_per_epoch %||% dataset_steps(x, "x", what = "steps_per_epoch"),
                 seed = NULL, held_out = NULL))
   }
@@ -234,6 +263,8 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
   ys <- as_target_arrays(model, y, "y", call = call)
   n <- dim(xs[[1]])[1]
   check_targets(model, ys, n, call = call)
+  ws <- as_sample_weights(model, sample_weight, n, call = call)
+  table <- class_weight_table(model, class_weight, call = call)
   held_out <- NULL
   if (validation_split > 0) {
     k <- floor(n * (1 - validation_split))
@@ -241,14 +272,19 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
       abort_value("{.arg validation_split} = {validation_split} leaves no samples for training or validation ({n} samples).",
                   call = call)
     }
-    held_out <- structure(list(xs = take_rows_all(xs, (k + 1):n), ys = take_rows_all(ys, (k + 1):n)),
+    held_out <- structure(list(xs = take_rows_all(xs, (k + 1):n), ys = take_rows_all(ys, (k + 1):n),
+                               ws = if (!is.null(ws)) take_weights(ws, (k + 1):n)),
                           class = "mirrored_held_out")
     xs <- take_rows_all(xs, seq_len(k))
     ys <- take_rows_all(ys, seq_len(k))
+    if (!is.null(ws)) ws <- take_weights(ws, seq_len(k))
     n <- k
   }
-  d <- data_parts(xs, ys)
-  remake <- function(seed) array_source(d$parts, d$labels, batch_size, shuffle = shuffle, seed = seed)
+  d <- data_parts(xs, ys, ws)
+  remake <- function(seed) {
+    class_weight_source(model, array_source(d$parts, d$labels, batch_size, shuffle = shuffle, seed = seed),
+                        table, "x", call = call)
+  }
   seed <- if (shuffle) draw_seed() else 0
   list(source = remake(seed), steps = steps_per_epoch %||% ceiling(n / batch_size), seed = seed,
        remake = remake, held_out = held_out)
@@ -263,13 +299,13 @@ fit_validation_data <- function(model, validation_data, batch_size, validation_s
                                 continue = !is.null(validation_steps), call = call))
   }
   val <- if (inherits(validation_data, "mirrored_held_out")) validation_data else validation_arrays(model, validation_data, call = call)
-  d <- data_parts(val$xs, val$ys)
+  d <- data_parts(val$xs, val$ys, val$ws)
   array_source(d$parts, d$labels, batch_size)
 }
 
 # The batches of evaluate() (targets = TRUE) or predict(): a source and the
 # number of steps for the progress bar.
-inference_data <- function(model, x, y, batch_size, steps, targets, call = sys.call(-1)) {
+inference_data <- function(model, x, y, batch_size, steps, targets, sample_weight = NULL, call = sys.call(-1)) {
   if (is_dataset(x)) {
     source <- dataset_batch_source(model, x, "x", targets = targets, call = call)
     if (targets) check_loss_output(model, call = call)
@@ -280,21 +316,22 @@ inference_data <- function(model, x, y, batch_size, steps, targets, call = sys.c
   }
   xs <- as_input_arrays(model, x, "x", call = call)
   check_inputs(model, xs, call = call)
-  ys <- NULL
+  ys <- ws <- NULL
   if (targets) {
     check_loss_output(model, call = call)
     ys <- as_target_arrays(model, y, "y", call = call)
     check_targets(model, ys, dim(xs[[1]])[1], call = call)
+    ws <- as_sample_weights(model, sample_weight, dim(xs[[1]])[1], call = call)
   }
-  d <- data_parts(xs, ys)
+  d <- data_parts(xs, ys, ws)
   list(array_source(d$parts, d$labels, batch_size), steps %||% ceiling(dim(xs[[1]])[1] / batch_size))
 }
 
-run_evaluation <- function(model, data, max_batches, cbl) {
+run_evaluation <- function(model, data, max_batches, cbl, call = sys.call(-1)) {
   hooks <- loop_hooks(cbl, "test")
   cbl$on_test_begin(list())
   res <- with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end,
-                                hooks$progress, 0.05))
+                                hooks$progress, 0.05), call = call)
   if (res$interrupted) signal_interrupt()
   logs <- as.list(res$logs)
   cbl$on_test_end(logs)
@@ -322,15 +359,18 @@ validation_due <- function(epoch, freq) {
 }
 
 validation_arrays <- function(model, validation_data, call = sys.call(-1)) {
-  if (!is.list(validation_data) || length(validation_data) < 2) {
-    abort_value("{.arg validation_data} must be {.code list(x_val, y_val)}, not {describe(validation_data)}.",
+  if (!is.list(validation_data) || !(length(validation_data) %in% 2:3)) {
+    abort_value("{.arg validation_data} must be {.code list(x_val, y_val)} or {.code list(x_val, y_val, val_sample_weight)}, not {describe(validation_data)}.",
                 call = call)
   }
   xs <- as_input_arrays(model, validation_data[[1]], "validation_data[[1]]", call = call)
   check_inputs(model, xs, call = call)
   ys <- as_target_arrays(model, validation_data[[2]], "validation_data[[2]]", call = call)
   check_targets(model, ys, dim(xs[[1]])[1], call = call)
-  list(xs = xs, ys = ys)
+  ws <- if (length(validation_data) == 3) {
+    as_sample_weights(model, validation_data[[3]], dim(xs[[1]])[1], "validation_data[[3]]", call = call)
+  }
+  list(xs = xs, ys = ys, ws = ws)
 }
 
 as_callback_list <- function(callbacks) {
@@ -358,13 +398,17 @@ signal_interrupt <- function() {
 # ---- datasets as fit()/evaluate()/predict() input ---------------------------
 
 # keras3: a dataset carries its own batches (and targets).
-check_dataset_call <- function(batch_size, y, arg, call = sys.call(-1)) {
+check_dataset_call <- function(batch_size, y, arg, sample_weight = NULL, call = sys.call(-1)) {
   if (!is.null(batch_size)) {
     abort_value("{.arg batch_size} can not be specified when {.arg {arg}} is a dataset: batch the dataset with {.fn dataset_batch}.",
                 call = call)
   }
   if (!is.null(y)) {
     abort_value("{.arg y} must be {.code NULL} when {.arg {arg}} is a dataset: the targets come from its elements ({.code list(x, y)}).",
+                call = call)
+  }
+  if (!is.null(sample_weight)) {
+    abort_value("{.arg sample_weight} must be {.code NULL} when {.arg {arg}} is a dataset: the weights come from its elements ({.code list(x, y, sample_weight)}).",
                 call = call)
   }
 }
@@ -391,13 +435,15 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
   check_dataset_structure(model, ds$structure, n_in, n_out, arg, targets, call)
   if (!is.na(n)) {
     want_n <- n_in + n_out
-    form <- if (n_in + n_out == 2) "{.code list(x, y)}" else
-      paste0("{n_in} input{?s} then {n_out} target{?s} (a flat list of {want_n} arrays)")
-    if (targets && n != want_n) {
+    # Sample weights may follow the targets: one array, or one per output.
+    with_weights <- unique(c(want_n, want_n + 1L, want_n + n_out))
+    form <- if (n_in + n_out == 2) "{.code list(x, y)} or {.code list(x, y, sample_weight)}" else
+      paste0("{n_in} input{?s} then {n_out} target{?s} (a flat list of {want_n} arrays), optionally followed by sample weights")
+    if (targets && !(n %in% with_weights)) {
       abort_value(paste0("The elements of {.arg {arg}} must be ", form, " (features and targets); they have {n} component{?s}."),
                   call = call)
     }
-    if (!targets && n != n_in && n != want_n) {
+    if (!targets && !(n %in% c(n_in, with_weights))) {
       abort_value("The elements of {.arg {arg}} must hold the model's {n_in} input{?s} (and optionally its {n_out} target{?s}); they have {n} component{?s}.",
                   call = call)
     }
@@ -425,7 +471,9 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
       }
     }
   }
-  with_core(cpp_dataset_source(ds$ptr, continue), call = call)
+  extra <- if (is.na(n)) as.integer(n_out == 1) else max(0L, n - n_in - n_out)
+  with_core(cpp_dataset_source(ds$ptr, continue, arg, dataset_roles(model, extra), if (targets) -1 else n_in),
+            call = call)
 }
 
 # Elements of nested lists (list(list(a, b), y), list(x = list(a = , b = ),
@@ -435,12 +483,15 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
 check_dataset_structure <- function(model, st, n_in, n_out, arg, targets, call) {
   if (is.null(st)) return(invisible())
   sizes <- st$sizes
-  ok <- length(sizes) >= 1 && sizes[1] == n_in &&
-    (if (targets) length(sizes) == 2 && sizes[2] == n_out else length(sizes) == 1 || (length(sizes) == 2 && sizes[2] == n_out))
+  # Groups: the inputs, the targets, then optionally the sample weights (one
+  # array for all outputs or one per output).
+  weights_ok <- length(sizes) < 3 || (length(sizes) == 3 && sizes[3] %in% c(1L, n_out))
+  ok <- length(sizes) >= 1 && sizes[1] == n_in && weights_ok &&
+    (if (targets) length(sizes) >= 2 && sizes[2] == n_out else length(sizes) == 1 || sizes[2] == n_out)
   if (!ok) {
     groups <- paste(sizes, collapse = " and ")
     abort_value(c("The elements of {.arg {arg}} hold groups of {groups} arrays; the model takes {n_in} input{?s} and {n_out} output{?s}",
-                  "({.code list(list(<inputs>), list(<targets>))})."), call = call)
+                  "({.code list(list(<inputs>), list(<targets>))}, optionally followed by the sample weights)."), call = call)
   }
   check_names <- function(got, want, what) {
     if (!is.null(got) && !identical(got, want)) {
@@ -449,6 +500,6 @@ check_dataset_structure <- function(model, st, n_in, n_out, arg, targets, call) 
     }
   }
   check_names(st$inner[[1]], model_input_names(model), "inputs")
-  if (length(sizes) == 2) check_names(st$inner[[2]], model_output_names(model), "outputs")
+  if (length(sizes) >= 2) check_names(st$inner[[2]], model_output_names(model), "outputs")
   invisible()
 }

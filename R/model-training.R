@@ -96,10 +96,13 @@ as_sample_array <- function(x, arg, call = sys.call(-1)) {
   if (!(is.numeric(x) || is.logical(x)) || length(x) == 0) {
     abort_value("{.arg {arg}} must be a non-empty numeric array, not {describe(x)}.", call = call)
   }
-  if (anyNA(x) || (is.double(x) && !all(is.finite(x)))) {
-    abort_value("{.arg {arg}} must not contain NA, NaN or Inf values.", call = call)
-  }
   if (is.null(dim(x))) dim(x) <- length(x)
+  if (anyNA(x) || (is.double(x) && !all(is.finite(x)))) {
+    # The first offending sample: its row (the first dimension).
+    at <- which(!is.finite(x))[1]
+    abort_value("{.arg {arg}} must not contain NA, NaN or Inf values; row {(at - 1) %% dim(x)[1] + 1} has {format(x[at])}.",
+                call = call)
+  }
   x
 }
 

@@ -320,14 +320,17 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_dataset_source
-SEXP cpp_dataset_source(SEXP ds, bool continue_passes);
-RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP) {
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg, std::vector<std::string> roles, double used);
+RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP, SEXP argSEXP, SEXP rolesSEXP, SEXP usedSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
     Rcpp::traits::input_parameter< bool >::type continue_passes(continue_passesSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes));
+    Rcpp::traits::input_parameter< std::string >::type arg(argSEXP);
+    Rcpp::traits::input_parameter< std::vector<std::string> >::type roles(rolesSEXP);
+    Rcpp::traits::input_parameter< double >::type used(usedSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes, arg, roles, used));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -546,6 +549,20 @@ BEGIN_RCPP
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_read_npz(path));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_class_weight_source
+SEXP cpp_class_weight_source(SEXP source, double parts, std::vector<double> weights, std::string arg);
+RcppExport SEXP _mirrored_cpp_class_weight_source(SEXP sourceSEXP, SEXP partsSEXP, SEXP weightsSEXP, SEXP argSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
+    Rcpp::traits::input_parameter< double >::type parts(partsSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type weights(weightsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type arg(argSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_class_weight_source(source, parts, weights, arg));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -829,7 +846,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
     {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},
     {"_mirrored_cpp_iterator_release", (DL_FUNC) &_mirrored_cpp_iterator_release, 1},
-    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 2},
+    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 5},
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
@@ -848,6 +865,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
+    {"_mirrored_cpp_class_weight_source", (DL_FUNC) &_mirrored_cpp_class_weight_source, 4},
     {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
     {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
     {"_mirrored_cpp_write_file_atomic", (DL_FUNC) &_mirrored_cpp_write_file_atomic, 3},

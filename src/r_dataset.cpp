@@ -353,12 +353,16 @@ void cpp_iterator_release(SEXP it) {
 }
 
 // The batch source of fit()/evaluate()/predict(). continue_passes: keep one
-// pass going across epochs (steps_per_epoch given).
+// pass going across epochs (steps_per_epoch given). `arg` and `roles` name
+// the data and its components in errors (a non-finite value); only the
+// first `used` components are checked (-1: all).
 // [[Rcpp::export]]
-SEXP cpp_dataset_source(SEXP ds, bool continue_passes) {
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg,
+                        std::vector<std::string> roles, double used) {
   return guarded([&]() -> SEXP {
-    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(
-        std::make_shared<mr::DatasetSource>(get(ds), continue_passes));
+    auto ds_source = std::make_shared<mr::DatasetSource>(get(ds), continue_passes);
+    ds_source->describe(arg, roles, static_cast<int64_t>(used));
+    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(std::move(ds_source));
     return Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>(source.release(), true);
   });
 }

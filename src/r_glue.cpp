@@ -1,5 +1,6 @@
 #include "r_glue.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mr_glue {
@@ -23,10 +24,13 @@ std::vector<float> to_row_major(SEXP x, const std::string& what) {
     const double* v = REAL(x);
     row_major_walk(dims, [&](int64_t rm, int64_t cm) {
       const double d = v[cm];
-      if (!std::isfinite(d))
+      const auto f = static_cast<float>(d);
+      // A finite double beyond float32's range becomes Inf: an error too.
+      if (!std::isfinite(f))
         mr::fail(mr::ErrorKind::value, "`", what, "` must not contain NA, NaN or Inf (found ", d,
-                 " at position ", cm + 1, ")");
-      out[static_cast<size_t>(rm)] = static_cast<float>(d);
+                 " at row ", cm % std::max<int64_t>(dims[0], 1) + 1,
+                 std::isfinite(d) ? ", beyond the range of float32" : "", ")");
+      out[static_cast<size_t>(rm)] = f;
     });
   } else if (type == INTSXP || type == LGLSXP) {
     const int* v = type == INTSXP ? INTEGER(x) : LOGICAL(x);

@@ -53,7 +53,7 @@ test_that("fit() before compile() and bad training arguments are classed errors"
   expect_mirrored_error(fit(model, x, y, batch_size = -3, verbose = 0), regexp = "batch_size")
   expect_mirrored_error(fit(model, x, y, validation_split = 1, verbose = 0), regexp = "validation_split")
   expect_mirrored_error(fit(model, x, y, verbose = 7), regexp = "verbose")
-  expect_mirrored_error(fit(model, x, y, sample_weight = rep(1, 10), verbose = 0), regexp = "sample_weight")
+  expect_mirrored_error(fit(model, x, y, sample_weight = rep(1, 9), verbose = 0), regexp = "sample_weight")
 })
 
 test_that("bad data is a classed error, never a crash", {

@@ -75,6 +75,25 @@ enum class LossKind {
   mean_squared_error                // target: same shape as prediction
 };
 
+// The arguments of Keras 3's loss classes (their get_config() names); each
+// loss reads the ones it takes and ignores the others. Defaults are Keras'.
+struct LossParams {
+  bool from_logits = false;      // the crossentropies, focal crossentropies
+  float label_smoothing = 0.0f;  // binary / categorical (focal) crossentropy
+  // sparse categorical crossentropy: rows whose label equals ignore_class
+  // (when has_ignore) get loss 0 and gradient 0 (Keras' mask).
+  bool has_ignore = false;
+  float ignore_class = 0.0f;
+  // With has_ignore, the other rows' losses and gradients are multiplied by
+  // valid_weight: the step sets it, per global batch, to rows / valid rows,
+  // as Keras' apply_mask does, so that sum / global rows is the mean over
+  // the valid rows ("sum_over_batch_size" of a masked loss).
+  float valid_weight = 1.0f;
+  float delta = 1.0f;                  // huber
+  float alpha = 0.25f;                 // focal crossentropies
+  float gamma = 2.0f;                  // focal crossentropies
+  bool apply_class_balancing = false;  // binary focal crossentropy
+};
 
 // The index box of a strided_copy (see Backend::strided_copy); a trivially
 // copyable value, passed to device kernels as it is.
@@ -243,11 +262,19 @@ class Backend {
 
   // ---- losses and metrics ---------------------------------------------------
   // pred, target: rows x cols (sparse CE: target is rows x 1 of class indices).
-  // Writes dpred = grad_scale * d(per-sample loss)/d(pred) (not when dpred is
-  // null) and adds the sum over rows of the per-sample losses to *loss_acc.
-  // Class indices outside 0..cols-1 make the op throw mr::Error (value).
-  virtual void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
-                    const float* target, float grad_scale, float* dpred, double* loss_acc) = 0;
+  // sample_weight: null (every weight 1) or `rows` floats, w_r multiplying
+  // row r's loss and its gradient (Keras: sum_r w_r l_r, which the caller
+  // divides by the global batch size -- the number of samples, not the sum
+  // of the weights).
+  // Writes dpred = grad_scale * w_r * d(per-sample loss)/d(pred) (not when
+  // dpred is null) and adds sum_r w_r * (per-sample loss of r) to *loss_acc
+  // (not when loss_acc is null). NaN or Inf in pred, target or weights
+  // propagate to the loss (never a finite clamped value), as in TensorFlow.
+  // Class indices outside 0..cols-1 (other than p.ignore_class) make the op
+  // throw mr::Error (value).
+  virtual void loss(LossKind kind, const LossParams& p, int64_t rows, int64_t cols,
+                    const float* pred, const float* target, const float* sample_weight,
+                    float grad_scale, float* dpred, double* loss_acc) = 0;
   // Adds this slice's terms into the metric's state (core/metric_spec.h):
   // state[j] += sum over rows r of w_r * term_j(row r), w_r =
   // sample_weight[r] (null: 1). pred: rows x cols; target: rows x

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "data/finite_check.h"
 
 namespace mr {
 
@@ -23,6 +24,13 @@ void DatasetSource::reset(int64_t) {
   it_.reset();  // joins a prefetch thread of the previous pass first
   it_ = dataset_->iterate(dataset_->next_iteration_key());
   ended_ = false;
+  batch_ = 0;
+}
+
+void DatasetSource::describe(std::string arg, std::vector<std::string> roles, int64_t used) {
+  arg_ = "`" + arg + "`";
+  roles_ = std::move(roles);
+  used_ = used;
 }
 
 bool DatasetSource::next(HostBatch& batch) {
@@ -44,6 +52,7 @@ bool DatasetSource::next(HostBatch& batch) {
              ": the elements must be batches (use dataset_batch())");
     total += static_cast<int64_t>(parts[k].values.size());
   }
+  ++batch_;
   float* dst = staging_[flip_].reserve(static_cast<size_t>(total));
   flip_ ^= 1;
   batch.rows = rows;
@@ -51,6 +60,19 @@ bool DatasetSource::next(HostBatch& batch) {
   for (const Component& c : parts) {
     const int64_t width = rows > 0 ? static_cast<int64_t>(c.values.size()) / rows : 0;
     if (!c.values.empty()) std::memcpy(dst, c.values.data(), c.values.size() * sizeof(float));
+    const size_t k = batch.parts.size();
+    if (used_ < 0 || static_cast<int64_t>(k) < used_) {
+      const int64_t bad = first_non_finite(dst, static_cast<int64_t>(c.values.size()));
+      if (bad >= 0) {
+        const std::string role = k < roles_.size()
+                                     ? roles_[k] + " (component " + std::to_string(k + 1) + ")"
+                                     : "component " + std::to_string(k + 1);
+        fail(ErrorKind::value, arg_, " has ", non_finite_name(dst[bad]), " in ", role, " at row ",
+             bad / std::max<int64_t>(width, 1) + 1, " of batch ", batch_,
+             ": training and prediction need finite values; drop or replace them (e.g. in "
+             "dataset_map()).");
+      }
+    }
     HostComponent hc{dst, width};
     const size_t rank = c.shape.size() - 1;  // without the batch dimension
     if (rank <= static_cast<size_t>(HostComponent::kMaxRank)) {

@@ -4,9 +4,14 @@
 // x alone for predict(). Elements are copied into two alternating staging
 // buffers from a HostAllocator (see batch.h), which keeps a batch valid while
 // the next one is drawn and lets a device backend stage into pinned memory.
+// While copying, every component used is checked for NaN and Inf (one pass
+// over its floats, data/finite_check.h): a non-finite value is an error that
+// names the argument, the component, the batch and the row.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "data/batch.h"
 #include "data/dataset.h"
@@ -24,6 +29,12 @@ class DatasetSource final : public BatchSource {
   int64_t batches() const override;
   // Components per element seen in the last batch.
   size_t components() const { return components_; }
+  // How errors name the data: `arg` is the user's argument ("x",
+  // "validation_data"), roles[k] what component k is ("the features", "the
+  // targets", "the sample weights"; components beyond `roles` are named by
+  // position). Only the first `used` components are checked (predict() does
+  // not use the targets); -1: all.
+  void describe(std::string arg, std::vector<std::string> roles, int64_t used = -1);
 
  private:
   DatasetPtr dataset_;
@@ -34,6 +45,10 @@ class DatasetSource final : public BatchSource {
   StagingBuffer staging_[2];
   int flip_ = 0;
   size_t components_ = 0;
+  int64_t batch_ = 0;  // batches drawn in the current pass
+  std::string arg_ = "the dataset";
+  std::vector<std::string> roles_;
+  int64_t used_ = -1;
 };
 
 }  // namespace mr

@@ -10,9 +10,11 @@
 
 namespace mr {
 
-struct LossConfig {
+// A loss as compiled: its kind, its Keras arguments (the LossParams base, so
+// that `config.from_logits` and the other arguments read as the loss's own,
+// and a LossConfig passes as the op's LossParams) and its name.
+struct LossConfig : LossParams {
   LossKind kind = LossKind::sparse_categorical_crossentropy;
-  bool from_logits = false;
   std::string name = "sparse_categorical_crossentropy";
 };
 

@@ -243,10 +243,10 @@ TEST_F(GpuOps, LossesAndMetricsAccumulateOnTheDevice) {
     const size_t d = p_->put(std::vector<float>(rows * cols));
     auto acc_c = cpu_->allocate(2 * sizeof(double)), acc_d = dev_->allocate(2 * sizeof(double));
     for (int rep = 0; rep < 2; ++rep) {  // accumulates: twice the sum
-      cpu_->loss(k.kind, k.logits, rows, cols, p_->c(pr), p_->c(tg), 0.01f, p_->c(d),
-                 static_cast<double*>(acc_c.get()));
-      dev_->loss(k.kind, k.logits, rows, cols, p_->d(pr), p_->d(tg), 0.01f, p_->d(d),
-                 static_cast<double*>(acc_d.get()));
+      cpu_->loss(k.kind, LossParams{k.logits}, rows, cols, p_->c(pr), p_->c(tg), nullptr, 0.01f,
+                 p_->c(d), static_cast<double*>(acc_c.get()));
+      dev_->loss(k.kind, LossParams{k.logits}, rows, cols, p_->d(pr), p_->d(tg), nullptr, 0.01f,
+                 p_->d(d), static_cast<double*>(acc_d.get()));
     }
     double want = 0, got = 0;
     cpu_->download(&want, acc_c.get(), sizeof(double));
@@ -281,8 +281,8 @@ TEST_F(GpuOps, ABadLabelIsAClearErrorAtTheNextSynchronisation) {
   const int64_t rows = 4, cols = 3;
   const size_t pr = p_->put(random_vec(rows * cols, 50)), tg = p_->put({0.0f, 2.0f, 3.0f, 1.0f});
   auto acc = dev_->allocate(sizeof(double));
-  dev_->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, p_->d(pr), p_->d(tg),
-             1.0f, nullptr, static_cast<double*>(acc.get()));
+  dev_->loss(LossKind::sparse_categorical_crossentropy, LossParams{true}, rows, cols, p_->d(pr),
+             p_->d(tg), nullptr, 1.0f, nullptr, static_cast<double*>(acc.get()));
   try {
     dev_->synchronize();
     ADD_FAILURE() << "no error";
@@ -304,8 +304,8 @@ TEST_F(GpuOps, TheBadLabelWordIsResetInStreamOrder) {
   auto acc = dev_->allocate(sizeof(double));
   for (int k = 0; k < 20; ++k) {
     const bool is_bad = k % 3 == 1;
-    dev_->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, p_->d(pr),
-               p_->d(is_bad ? bad : good), 1.0f, nullptr, static_cast<double*>(acc.get()));
+    dev_->loss(LossKind::sparse_categorical_crossentropy, LossParams{true}, rows, cols, p_->d(pr),
+               p_->d(is_bad ? bad : good), nullptr, 1.0f, nullptr, static_cast<double*>(acc.get()));
     if (is_bad) {
       EXPECT_THROW(dev_->synchronize(), Error) << "round " << k;
     } else {

@@ -94,7 +94,7 @@ double chain_loss(const Graph& g, const std::vector<float>& params, std::vector<
   ex.forward(test_pass(rows, 0, params.data(), state.data()));
   const auto t = wave(rows * 2 * 2, 0.5, 0.7);
   double acc = 0;
-  be.loss(LossKind::mean_squared_error, false, rows * 2, 2, ex.output(0), t.data(),
+  be.loss(LossKind::mean_squared_error, LossParams{}, rows * 2, 2, ex.output(0), t.data(), nullptr,
           1.0f / (rows * 2), grads ? ex.output_grad(0) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);

@@ -42,8 +42,8 @@ double run(const Graph& g, Backend& be, const std::vector<float>& params,
   ex.forward(test_pass(rows, 7, params.data()));
   const int64_t cols = g.out_shape(g.outputs()[0]).numel();
   double acc = 0;
-  be.loss(kind, logits, rows, cols, ex.output(0), t.data(), 1.0f / static_cast<float>(rows),
-          grads ? ex.output_grad(0) : nullptr, &acc);
+  be.loss(kind, LossParams{logits}, rows, cols, ex.output(0), t.data(), nullptr,
+          1.0f / static_cast<float>(rows), grads ? ex.output_grad(0) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);
     ex.backward(test_pass(rows, 0, params.data()), grads->data());
@@ -133,10 +133,10 @@ double two_output_loss(const Graph& g, Backend& be, const std::vector<float>& pa
   double acc = 0;
   const std::vector<float> t0(static_cast<size_t>(rows * 2), 0.5f),
       t1(static_cast<size_t>(rows * 4), -0.25f);
-  be.loss(LossKind::mean_squared_error, false, rows, 2, ex.output(0), t0.data(), 1.0f,
-          grads ? ex.output_grad(0) : nullptr, &acc);
-  be.loss(LossKind::mean_squared_error, false, rows, 4, ex.output(1), t1.data(), 1.0f,
-          grads ? ex.output_grad(1) : nullptr, &acc);
+  be.loss(LossKind::mean_squared_error, LossParams{}, rows, 2, ex.output(0), t0.data(), nullptr,
+          1.0f, grads ? ex.output_grad(0) : nullptr, &acc);
+  be.loss(LossKind::mean_squared_error, LossParams{}, rows, 4, ex.output(1), t1.data(), nullptr,
+          1.0f, grads ? ex.output_grad(1) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);
     ex.backward(test_pass(rows, 0, params.data()), grads->data());

@@ -78,9 +78,11 @@ struct LossRun {
 };
 
 LossRun run_loss(Backend& be, LossKind kind, bool logits, int64_t rows, int64_t cols,
-                 const Vec& pred, const Vec& target, float gs = 1.0f) {
+                 const Vec& pred, const Vec& target, float gs = 1.0f,
+                 const float* sample_weight = nullptr) {
   LossRun r{1.0, Vec(pred.size(), -7.0f)};  // acc starts at 1: the op adds to it
-  be.loss(kind, logits, rows, cols, pred.data(), target.data(), gs, r.dpred.data(), &r.acc);
+  be.loss(kind, LossParams{logits}, rows, cols, pred.data(), target.data(), sample_weight, gs,
+          r.dpred.data(), &r.acc);
   r.acc -= 1.0;
   return r;
 }
@@ -247,9 +249,61 @@ TEST(CpuLoss, SplitRowsGiveTheSameGradients) {
   EXPECT_NEAR(a.acc, b.acc, 1e-9 * a.acc);  // double sums, added in another order
   // dpred may be null: only the value is accumulated.
   double acc = 0;
-  two->loss(LossKind::sparse_categorical_crossentropy, true, rows, cols, pred.data(), labels.data(),
-            1.0f, nullptr, &acc);
+  two->loss(LossKind::sparse_categorical_crossentropy, LossParams{true}, rows, cols, pred.data(),
+            labels.data(), nullptr, 1.0f, nullptr, &acc);
   EXPECT_NEAR(acc, b.acc, 1e-9 * acc);
+}
+
+// Keras multiplies each per-sample loss by its weight (and so its gradient);
+// the weights never normalise the sum (the caller divides by the number of
+// samples). Row by row: weighted = w_r * unweighted, a weight of 0 gives a
+// zero gradient, and a NaN weight a NaN loss.
+TEST(CpuLoss, SampleWeightsScaleEachRowsLossAndGradient) {
+  auto be = make_cpu_backend(0, 2);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> prob(0.05f, 0.95f);
+  const int64_t rows = 5, cols = 4;
+  const Vec w = {2.0f, 0.0f, 0.5f, 1.0f, 3.25f};
+  for (LossKind kind :
+       {LossKind::sparse_categorical_crossentropy, LossKind::categorical_crossentropy,
+        LossKind::binary_crossentropy, LossKind::mean_squared_error}) {
+    Vec pred(static_cast<size_t>(rows * cols)), target;
+    for (auto& v : pred) v = prob(gen);
+    if (kind == LossKind::sparse_categorical_crossentropy) {
+      for (int64_t r = 0; r < rows; ++r) target.push_back(static_cast<float>((r * 3) % cols));
+    } else {
+      target.assign(pred.size(), 0.0f);
+      for (int64_t r = 0; r < rows; ++r) target[static_cast<size_t>(r * cols + r % cols)] = 1.0f;
+    }
+    double want = 0;
+    Vec want_d(pred.size());
+    for (int64_t r = 0; r < rows; ++r) {
+      // One row alone, unweighted.
+      const Vec p1(pred.begin() + r * cols, pred.begin() + (r + 1) * cols);
+      const Vec t1 = kind == LossKind::sparse_categorical_crossentropy
+                         ? Vec{target[static_cast<size_t>(r)]}
+                         : Vec(target.begin() + r * cols, target.begin() + (r + 1) * cols);
+      const LossRun one = run_loss(*be, kind, false, 1, cols, p1, t1, 0.25f);
+      want += static_cast<double>(static_cast<float>(one.acc) * w[static_cast<size_t>(r)]);
+      for (int64_t c = 0; c < cols; ++c)
+        want_d[static_cast<size_t>(r * cols + c)] = one.dpred[static_cast<size_t>(c)];
+    }
+    const LossRun got = run_loss(*be, kind, false, rows, cols, pred, target, 0.25f, w.data());
+    EXPECT_NEAR(got.acc, want, 1e-6 * want) << static_cast<int>(kind);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const size_t i = static_cast<size_t>(r * cols + c);
+        EXPECT_NEAR(got.dpred[i], want_d[i] * w[static_cast<size_t>(r)],
+                    1e-6 * std::fabs(want_d[i] * w[static_cast<size_t>(r)]))
+            << static_cast<int>(kind) << " at " << r << "," << c;
+      }
+    EXPECT_EQ(got.dpred[static_cast<size_t>(cols)], 0.0f);  // row 1 weighs 0
+  }
+  // A NaN weight makes the sum NaN (it is not dropped).
+  const Vec wn = {1.0f, std::nanf("")};
+  const LossRun r = run_loss(*be, LossKind::mean_squared_error, false, 2, 1, {0.5f, 0.25f},
+                             {0.0f, 0.0f}, 1.0f, wn.data());
+  EXPECT_TRUE(std::isnan(r.acc));
 }
 
 // ---- metrics ------------------------------------------------------------------------

@@ -36,7 +36,7 @@ double loss(const Graph& g, Backend& be, const std::vector<float>& params,
   be.upload(ex.input(0), x.data(), x.size() * sizeof(float));
   ex.forward(test_pass(rows, 1, params.data()));
   double acc = 0;
-  be.loss(LossKind::mean_squared_error, false, rows, 2, ex.output(0), t.data(),
+  be.loss(LossKind::mean_squared_error, LossParams{}, rows, 2, ex.output(0), t.data(), nullptr,
           1.0f / static_cast<float>(rows), grads ? ex.output_grad(0) : nullptr, &acc);
   if (grads) {
     grads->assign(params.size(), 0.0f);

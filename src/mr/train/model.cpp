@@ -144,7 +144,22 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
                batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name, " with ",
                cols, " outputs needs ", want);
     }
+    // Sample weights after the targets (weight_part()): one part shared by
+    // the outputs or one per output, each a single value per sample.
+    const size_t extra = batch.parts.size() - n_in - n_out;
+    MR_CHECK(extra == 0 || extra == 1 || extra == n_out, value, "the batch has ",
+             batch.parts.size(), " components; the model takes ", n_in, " input(s), ", n_out,
+             " target(s) and optionally sample weights (one array, or one per output)");
+    for (size_t p = n_in + n_out; p < batch.parts.size(); ++p)
+      MR_CHECK(batch.parts[p].width == 1, shape, "the sample weights",
+               extra > 1 ? " of output " + std::to_string(p - n_in - n_out + 1) : std::string(),
+               " have ", batch.parts[p].width,
+               " values per sample; sample weights hold one value per sample");
   }
+}
+
+bool Model::has_weights(const HostBatch& batch) const {
+  return batch.parts.size() > graph_->inputs().size() + config_.outputs.size();
 }
 
 std::vector<int64_t> Model::target_widths(const HostBatch& batch) const {
@@ -159,7 +174,7 @@ void Model::start_train_step(const HostBatch& batch) {
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
   MR_CHECK(batch.rows > 0, value, "empty batch");
   check_batch(batch, true);
-  step_.reserve(batch.rows, target_widths(batch));
+  step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
   step_.post_train(batch, config_, state_.iterations);
   in_flight_ = true;
   in_flight_train_ = true;
@@ -171,7 +186,7 @@ void Model::start_eval_step(const HostBatch& batch) {
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
   if (batch.rows == 0) return;
   check_batch(batch, true);
-  step_.reserve(batch.rows, target_widths(batch));
+  step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
   step_.post_eval(batch, config_);
   in_flight_ = true;
   in_flight_train_ = false;

@@ -111,6 +111,8 @@ class Model {
 
  private:
   void check_batch(const HostBatch& batch, bool targets) const;
+  // Whether a checked batch carries sample weights (step.h, weight_part()).
+  bool has_weights(const HostBatch& batch) const;
   // Floats per sample of each output's targets in `batch`.
   std::vector<int64_t> target_widths(const HostBatch& batch) const;
 

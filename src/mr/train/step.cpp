@@ -52,11 +52,23 @@ size_t metric_doubles(const CompileConfig& c) {
   return n;
 }
 
+int weight_part(size_t parts, size_t n_in, size_t n_out, size_t k) {
+  if (parts == n_in + 2 * n_out) return static_cast<int>(n_in + n_out + k);
+  if (parts == n_in + n_out + 1) return static_cast<int>(n_in + n_out);
+  return -1;
+}
+
 struct Step::Replica {
   std::unique_ptr<Executor> exec;
   // One target buffer per model output, sized by reserve().
   std::vector<DeviceBuffer> targets;
   std::vector<int64_t> target_capacity;  // floats
+  // Sample weights of this replica's slice, one buffer per output (sized by
+  // reserve()); sw[k] points at output k's weights for the step staged last,
+  // null when its batch has none.
+  std::vector<DeviceBuffer> weights;
+  int64_t weight_capacity = 0;  // floats per buffer
+  std::vector<const float*> sw;
   int64_t rows_last = 0;
   std::unique_ptr<CommContext> ctx;
 };
@@ -73,7 +85,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
 
 Step::~Step() = default;
 
-void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths) {
+void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths, bool weights) {
   const int n = replicas_.size();
   // The first replica's slice is the largest (dist/batch_split.h).
   const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
@@ -96,6 +108,14 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
         rep.targets[k] = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));
         rep.target_capacity[k] = need;
       }
+    }
+    if (rep.sw.size() < target_widths.size()) rep.sw.resize(target_widths.size(), nullptr);
+    if (weights && (rep.weights.size() < target_widths.size() || rep.weight_capacity < rows)) {
+      rep.weights.clear();
+      for (size_t k = 0; k < target_widths.size(); ++k)
+        rep.weights.push_back(
+            replicas_.backend(r).allocate(static_cast<size_t>(rows) * sizeof(float)));
+      rep.weight_capacity = rows;
     }
   }
 }
@@ -122,6 +142,26 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
       MR_CHECK(count * c.width <= rep.target_capacity[k], internal, "targets exceed their buffer");
       be.upload(rep.targets[k].get(), c.data + begin * c.width,
                 static_cast<size_t>(count * c.width) * sizeof(float));
+    }
+    // Sample weights: one float per row; a part shared by all outputs is
+    // uploaded once.
+    int staged = -1;
+    for (size_t k = 0; k < n_out; ++k) {
+      const int part = weight_part(batch.parts.size(), n_in, n_out, k);
+      if (part < 0) {
+        rep.sw[k] = nullptr;
+        continue;
+      }
+      MR_CHECK(k < rep.weights.size() && count <= rep.weight_capacity, internal,
+               "sample weight buffers not reserved");
+      if (part == staged) {
+        rep.sw[k] = rep.sw[k - 1];
+        continue;
+      }
+      be.upload(rep.weights[k].get(), batch.parts[static_cast<size_t>(part)].data + begin,
+                static_cast<size_t>(count) * sizeof(float));
+      rep.sw[k] = static_cast<const float*>(rep.weights[k].get());
+      staged = part;
     }
   }
   return {begin, count};
@@ -154,18 +194,19 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     const int64_t cols = graph_.out_shape(graph_.outputs()[k]).numel();
     const float* out = rep.exec->output(kk);
     const auto* tgt = static_cast<const float*>(rep.targets[k].get());
+    // This replica's slice of output k's sample weights (null: every sample
+    // weighs 1); the loss and the weighted metrics read the same pointer.
+    const float* sw = rep.sw[k];
     // Output k's part of the total loss is weight_k * (its per-sample sum /
     // global rows): its gradient is scaled by weight_k / global rows. A
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
-    be.loss(o.loss.kind, o.loss.from_logits, count, cols, out, tgt, grad_scale * o.weight, grad,
+    be.loss(o.loss.kind, o.loss, count, cols, out, tgt, sw, grad_scale * o.weight, grad,
             sums + at);
-    // Per-row sample weights of this slice (null: every row weighs 1); only
-    // weighted_metrics read them.
-    const float* sample_weights = nullptr;
+    // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
-      be.metric(m, count, cols, out, tgt, m.weighted ? sample_weights : nullptr, sums + state_at);
+      be.metric(m, count, cols, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
       state_at += static_cast<size_t>(metric_state_size(m, cols));
     }
     at = state_at;

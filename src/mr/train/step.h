@@ -49,14 +49,24 @@ struct CompileConfig {
 std::vector<size_t> metric_offsets(const CompileConfig& c);
 size_t metric_doubles(const CompileConfig& c);
 
+// A batch of fit()/evaluate() holds the inputs, the targets (one part per
+// output), then the sample weights, one float per sample: none, one part
+// shared by every output, or one part per output (Keras 3's forms). The
+// index in batch.parts of output k's weights, or -1 without weights (also
+// when the number of parts fits none of the forms: Model::check_batch
+// rejects those).
+int weight_part(size_t parts, size_t n_in, size_t n_out, size_t k);
+
 class Step {
  public:
   Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state);
   ~Step();
 
   // Buffers for global batches of up to `global_rows` rows with targets of
-  // `target_widths[k]` floats per sample for output k (empty: no targets).
-  void reserve(int64_t global_rows, const std::vector<int64_t>& target_widths);
+  // `target_widths[k]` floats per sample for output k (empty: no targets),
+  // and with sample weights when `weights` (a float per row and output).
+  void reserve(int64_t global_rows, const std::vector<int64_t>& target_widths,
+               bool weights = false);
 
   // Posts the step to every replica; the caller waits (ReplicaSet::wait).
   // The batch must stay valid until then.
@@ -77,7 +87,8 @@ class Step {
   Executor::Pass pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
                       const StepScalars* scalars);
   // Loss (and its gradient into the outputs' gradient buffers when
-  // `grad_scale` > 0) and metric sums of every output over the replica's slice.
+  // `grad_scale` > 0) and metric sums of every output over the replica's
+  // slice, each sample weighted by its sample weight when the batch has them.
   void losses(int rank, const CompileConfig& c, int64_t count, float grad_scale);
 
   const Graph& graph_;

@@ -153,34 +153,6 @@ MR_HD double mse_row(int64_t cols, const float* p, const float* t, float gs, flo
   return sum * inv_cols;
 }
 
-// The per-sample loss of row r (and its gradient into dpred's row r),
-// computed in double and rounded to float, as Keras' per-sample losses are
-// float32. Sums of float values in double are exact while they span fewer
-// than 2^29 ulps of the smallest, so a running mean (an epoch's loss) does not
-// depend on the order of the samples: a shuffle, or the split over replicas,
-// leaves it bit-identical.
-MR_HD double loss_row(LossKind kind, bool logits, int64_t r, int64_t cols, const float* pred,
-                      const float* target, float gs, float* dpred, bool* bad) {
-  const float* z = pred + r * cols;
-  float* d = dpred ? dpred + r * cols : nullptr;
-  double v = 0.0;
-  switch (kind) {
-    case LossKind::sparse_categorical_crossentropy:
-      v = sparse_ce_row(cols, z, target + r, gs, d, logits, bad);
-      break;
-    case LossKind::categorical_crossentropy:
-      v = categorical_ce_row(cols, z, target + r * cols, gs, d, logits);
-      break;
-    case LossKind::binary_crossentropy:
-      v = binary_ce_row(cols, z, target + r * cols, gs, d, logits);
-      break;
-    case LossKind::mean_squared_error:
-      v = mse_row(cols, z, target + r * cols, gs, d);
-      break;
-  }
-  return static_cast<float>(v);
-}
-
 // Index of the first maximum (as argmax); NaNs never win.
 MR_HD int64_t argmax(const float* x, int64_t cols) {
   int64_t best = 0;

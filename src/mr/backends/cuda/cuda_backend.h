@@ -167,8 +167,9 @@ class CudaBackend final : public Backend {
                            const float* sum_dy, const float* sum_dy_xhat, float inv_n,
                            float* dx) override;
 
-  void loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols, const float* pred,
-            const float* target, float grad_scale, float* dpred, double* loss_acc) override;
+  void loss(LossKind kind, const LossParams& p, int64_t rows, int64_t cols, const float* pred,
+            const float* target, const float* sample_weight, float grad_scale, float* dpred,
+            double* loss_acc) override;
   void metric(const MetricSpec& m, int64_t rows, int64_t cols, const float* pred,
               const float* target, const float* sample_weight, double* state) override;
 

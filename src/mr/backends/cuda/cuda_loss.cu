@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backends/common/kernel_math.h"
+#include "backends/common/loss_math.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 
@@ -28,14 +29,15 @@ __device__ __forceinline__ void block_sum_to(double v, double* out) {
   if (threadIdx.x == 0) *out = part[0];
 }
 
-__global__ void loss_kernel(LossKind kind, bool logits, int64_t rows, int64_t cols,
-                            const float* pred, const float* target, float gs, float* dpred,
-                            double* partials, unsigned long long* status) {
+// The LossParams travel by value (a trivially copyable kernel argument).
+__global__ void loss_kernel(LossKind kind, LossParams p, int64_t rows, int64_t cols,
+                            const float* pred, const float* target, const float* sw, float gs,
+                            float* dpred, double* partials, unsigned long long* status) {
   const int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x;
   double v = 0.0;
   if (r < rows) {
     bool bad = false;
-    v = kmath::loss_row(kind, logits, r, cols, pred, target, gs, dpred, &bad);
+    v = kmath::loss_row(kind, p, r, cols, pred, target, sw, gs, dpred, &bad);
     if (bad) {
       // The smallest bad row wins; its label's bits ride in the low word.
       unsigned bits = 0;
@@ -59,9 +61,9 @@ int64_t blocks_of(int64_t rows) { return (rows + kRowsPerBlock - 1) / kRowsPerBl
 
 }  // namespace
 
-void CudaBackend::loss(LossKind kind, bool from_logits, int64_t rows, int64_t cols,
-                       const float* pred, const float* target, float grad_scale, float* dpred,
-                       double* loss_acc) {
+void CudaBackend::loss(LossKind kind, const LossParams& p, int64_t rows, int64_t cols,
+                       const float* pred, const float* target, const float* sample_weight,
+                       float grad_scale, float* dpred, double* loss_acc) {
   MR_CHECK(cols >= 1, shape, "a loss needs at least one column, got ", cols);
   MR_CHECK(rows < (int64_t{1} << 31), shape, "too many rows for one loss call: ", rows);
   if (rows <= 0) return;
@@ -69,7 +71,8 @@ void CudaBackend::loss(LossKind kind, bool from_logits, int64_t rows, int64_t co
   const int64_t blocks = blocks_of(rows);
   double* partials = reduction_scratch(blocks);
   loss_kernel<<<static_cast<unsigned>(blocks), kRowsPerBlock, 0, stream_>>>(
-      kind, from_logits, rows, cols, pred, target, grad_scale, dpred, partials, label_status());
+      kind, p, rows, cols, pred, target, sample_weight, grad_scale, dpred, partials,
+      label_status());
   cuda::check_launch("loss_kernel", ordinal_);
   if (kind == LossKind::sparse_categorical_crossentropy) {
     status_cols_ = cols;
