@@ -147,7 +147,7 @@ metric_mean_iou <- function(..., num_classes, name = NULL, dtype = NULL, ignore_
   ic <- check_int(ignore_class, "ignore_class", null_ok = TRUE, call = call)
   st <- check_bool(sparse_y_true, "sparse_y_true", call = call)
   sp <- check_bool(sparse_y_pred, "sparse_y_pred", call = call)
-  check_last_axis(axis, call)
+  check_metric_axis(axis, call)
   if (!st && sp) {
     abort_value("{.arg sparse_y_true} = FALSE needs {.arg sparse_y_pred} = FALSE: class scores in both.", call = call)
   }

@@ -151,7 +151,7 @@ metric_sparse_top_k_categorical_accuracy <- function(y_true, y_pred, k = 5L, ...
               params = list(k = k), config = list(k = k))
 }
 
-check_last_axis <- function(axis, call) {
+check_metric_axis <- function(axis, call) {
   if (!identical(as.numeric(axis), -1)) {
     abort_value("{.arg axis} must be -1 (the last axis), not {describe(axis)}.", call = call)
   }
@@ -162,7 +162,7 @@ check_last_axis <- function(axis, call) {
 metric_binary_crossentropy <- function(y_true, y_pred, from_logits = FALSE, label_smoothing = 0, axis = -1L, ...,
                                        name = "binary_crossentropy", dtype = NULL) {
   call <- sys.call()
-  check_last_axis(axis, call)
+  check_metric_axis(axis, call)
   fl <- check_bool(from_logits, "from_logits", call = call)
   ls <- check_num(label_smoothing, "label_smoothing", min = 0, max = 1, call = call)
   mean_metric("binary_crossentropy", "BinaryCrossentropy", name, arg_or_null(missing(y_true), y_true),
@@ -176,7 +176,7 @@ metric_binary_crossentropy <- function(y_true, y_pred, from_logits = FALSE, labe
 metric_categorical_crossentropy <- function(y_true, y_pred, from_logits = FALSE, label_smoothing = 0,
                                             axis = -1L, ..., name = "categorical_crossentropy", dtype = NULL) {
   call <- sys.call()
-  check_last_axis(axis, call)
+  check_metric_axis(axis, call)
   fl <- check_bool(from_logits, "from_logits", call = call)
   ls <- check_num(label_smoothing, "label_smoothing", min = 0, max = 1, call = call)
   mean_metric("categorical_crossentropy", "CategoricalCrossentropy", name, arg_or_null(missing(y_true), y_true),
@@ -191,7 +191,7 @@ metric_sparse_categorical_crossentropy <- function(y_true, y_pred, from_logits =
                                                    axis = -1L, ..., name = "sparse_categorical_crossentropy",
                                                    dtype = NULL) {
   call <- sys.call()
-  check_last_axis(axis, call)
+  check_metric_axis(axis, call)
   check_not_yet_null(list(ignore_class = ignore_class), call = call)
   fl <- check_bool(from_logits, "from_logits", call = call)
   mean_metric("sparse_categorical_crossentropy", "SparseCategoricalCrossentropy", name,

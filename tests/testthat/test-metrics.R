@@ -160,3 +160,29 @@ test_that("per-sample values of the mean metrics computed in R", {
   p <- rbind(c(0.2, 0.8))
   expect_equal(metric_binary_crossentropy(rbind(c(0, 1)), p), -log(0.8))
 })
+
+test_that("metrics and weighted_metrics are saved in compile_config as Keras 3 writes them and reload", {
+  model <- keras_model_sequential(input_shape = 3) |> layer_dense(4, activation = "softmax")
+  model |> compile(loss = "categorical_crossentropy",
+                   metrics = list("auc", metric_recall(top_k = 2), metric_mean_iou(num_classes = 4, sparse_y_true = FALSE,
+                                                                                      sparse_y_pred = FALSE)),
+                   weighted_metrics = list("auc", metric_fbeta_score(average = "macro", beta = 2)))
+  path <- tempfile(fileext = ".keras")
+  save_model(model, path)
+  cc <- mirrored:::parse_json_bytes(mirrored:::read_keras_source(path)$members[["config.json"]],
+                                    "config.json")$compile_config
+  expect_equal(cc$metrics[[1]], "auc")
+  expect_equal(cc$metrics[[2]]$class_name, "Recall")
+  expect_equal(cc$metrics[[2]]$config$top_k, 2)
+  expect_equal(cc$metrics[[3]]$config[c("num_classes", "sparse_y_true", "sparse_y_pred")],
+               list(num_classes = 4, sparse_y_true = FALSE, sparse_y_pred = FALSE))
+  expect_equal(cc$weighted_metrics[[1]], "auc")
+  expect_equal(cc$weighted_metrics[[2]]$config[c("name", "average", "beta")],
+               list(name = "fbeta_score", average = "macro", beta = 2))
+  x <- matrix(runif(24), 8)
+  y <- diag(4)[c(1:4, 1:4), ]
+  back <- load_model(path)
+  expect_equal(evaluate(back, x, y, verbose = 0), evaluate(model, x, y, verbose = 0), tolerance = 1e-6)
+  expect_named(evaluate(back, x, y, verbose = 0),
+               c("loss", "auc", "recall", "mean_io_u", "weighted_auc", "fbeta_score"))
+})
