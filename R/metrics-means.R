@@ -200,10 +200,19 @@ metric_sparse_categorical_crossentropy <- function(y_true, y_pred, from_logits =
               config = list(from_logits = fl, ignore_class = NULL, axis = -1L))
 }
 
-# The metric strings Keras 3 resolves besides the accuracies (keras.metrics.get):
+# The metric strings Keras 3 resolves besides the accuracies (keras.metrics.get:
+# function names and the names of classes that take no required argument):
 # each logs under the string and is saved as it.
 metric_strings <- function() {
-  list(mse = metric_mean_squared_error, mean_squared_error = metric_mean_squared_error,
+  list(AUC = metric_auc, Precision = metric_precision, Recall = metric_recall,
+       MeanSquaredError = metric_mean_squared_error, RootMeanSquaredError = metric_root_mean_squared_error,
+       MeanAbsolutePercentageError = metric_mean_absolute_percentage_error,
+       TopKCategoricalAccuracy = metric_top_k_categorical_accuracy,
+       SparseTopKCategoricalAccuracy = metric_sparse_top_k_categorical_accuracy,
+       F1Score = metric_f1_score, FBetaScore = metric_fbeta_score,
+       BinaryCrossentropy = metric_binary_crossentropy, CategoricalCrossentropy = metric_categorical_crossentropy,
+       SparseCategoricalCrossentropy = metric_sparse_categorical_crossentropy,
+       mse = metric_mean_squared_error, mean_squared_error = metric_mean_squared_error,
        root_mean_squared_error = metric_root_mean_squared_error,
        mape = metric_mean_absolute_percentage_error,
        mean_absolute_percentage_error = metric_mean_absolute_percentage_error,

@@ -124,6 +124,12 @@ test_that("metric strings resolve as in Keras 3 and log under the string", {
   ev <- evaluate(model, x, diag(2), verbose = 0)
   expect_named(ev, c("loss", "auc", "precision", "recall", "mse", "mape", "root_mean_squared_error",
                      "top_k_categorical_accuracy", "f1_score_0", "f1_score_1", "categorical_crossentropy"))
+  # Class names too, logged under the string.
+  model |> compile(loss = "categorical_crossentropy", metrics = list("AUC", "RootMeanSquaredError"))
+  ev2 <- evaluate(model, x, diag(2), verbose = 0)
+  expect_named(ev2, c("loss", "AUC", "RootMeanSquaredError"))
+  expect_equal(ev2$AUC, ev$auc)
+  expect_equal(ev2$RootMeanSquaredError, ev$root_mean_squared_error)
   # Keras resolves neither "rmse" nor "mean_iou".
   expect_error(compile(model, loss = "mse", metrics = "rmse"), class = "mirrored_value_error")
 })
