@@ -1,9 +1,15 @@
 # Metrics: running means of per-sample values, reduced across replicas as
-# sums and counts.
+# sums and counts; the metrics with a state of counts (AUC, precision, ...)
+# are in R/metrics-confusion.R, the other means in R/metrics-means.R.
 
-new_metric <- function(kind, class_name, name, threshold, y_true, y_pred, call) {
+# `params`: the core's parameters the metric sets (R/metrics-core.R);
+# `config`: the entries of Keras' get_config() after name and dtype, for
+# .keras files.
+new_metric <- function(kind, class_name, name, threshold, y_true, y_pred, call, params = list(),
+                       config = NULL) {
+  if (is.null(config) && kind == "binary_accuracy") config <- list(threshold = as.numeric(threshold))
   obj <- structure(list(kind = kind, class_name = class_name, name = check_string(name, "name", call = call),
-                        threshold = threshold),
+                        threshold = threshold, params = params, config = config),
                    class = c(paste0("mirrored_metric_", kind), "mirrored_metric"))
   if (is.null(y_true) && is.null(y_pred)) return(obj)
   if (is.null(y_true) || is.null(y_pred)) abort_value("Give both {.arg y_true} and {.arg y_pred}, or neither.", call = call)
@@ -16,7 +22,8 @@ metric_per_sample <- function(metric, y_true, p) {
     sparse_categorical_accuracy = as.numeric(argmax(p) == as.integer(y_true)),
     categorical_accuracy = as.numeric(argmax(p) == argmax(as.matrix(y_true))),
     binary_accuracy = rowMeans((p > metric$threshold) == (as.matrix(y_true) > 0.5)),
-    mean_absolute_error = rowMeans(abs(as.matrix(y_true) - p))
+    mean_absolute_error = rowMeans(abs(as.matrix(y_true) - p)),
+    metric_mean_per_sample(metric, y_true, p)
   )
 }
 
@@ -69,7 +76,7 @@ metric_mean_absolute_error <- function(y_true, y_pred, ..., name = "mean_absolut
              if (missing(y_true)) NULL else y_true, if (missing(y_pred)) NULL else y_pred, sys.call())
 }
 
-as_metric <- function(x, loss, call = sys.call(-1)) {
+as_metric <- function(x, loss, arg = "metrics", call = sys.call(-1)) {
   if (inherits(x, "mirrored_metric")) return(x)
   if (is.character(x) && length(x) == 1) {
     if (x %in% c("accuracy", "acc")) {
@@ -82,10 +89,11 @@ as_metric <- function(x, loss, call = sys.call(-1)) {
       m$string <- x
       return(m)
     }
-    known <- list(sparse_categorical_accuracy = metric_sparse_categorical_accuracy,
-                  categorical_accuracy = metric_categorical_accuracy,
-                  binary_accuracy = metric_binary_accuracy,
-                  mean_absolute_error = metric_mean_absolute_error, mae = metric_mean_absolute_error)
+    known <- c(list(sparse_categorical_accuracy = metric_sparse_categorical_accuracy,
+                    categorical_accuracy = metric_categorical_accuracy,
+                    binary_accuracy = metric_binary_accuracy,
+                    mean_absolute_error = metric_mean_absolute_error, mae = metric_mean_absolute_error),
+               metric_strings())
     # Keras 3 names a metric given by a string after the string ("mae"
     # logs as "mae") and saves the string.
     if (x %in% names(known)) {
@@ -94,6 +102,6 @@ as_metric <- function(x, loss, call = sys.call(-1)) {
       return(m)
     }
   }
-  abort_value("Each of {.arg metrics} must be a metric object or one of {.val {c('accuracy', 'sparse_categorical_accuracy', 'categorical_accuracy', 'binary_accuracy', 'mean_absolute_error')}}, not {describe(x)}.",
+  abort_value("Each of {.arg {arg}} must be a metric object or one of {.val {c('accuracy', 'sparse_categorical_accuracy', 'categorical_accuracy', 'binary_accuracy', 'mean_absolute_error', names(metric_strings()))}}, not {describe(x)}.",
               call = call)
 }

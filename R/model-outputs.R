@@ -60,7 +60,7 @@ per_output <- function(x, outputs, arg, single, what, call) {
 }
 
 # What compile() records for each output: list(name, loss, weight, metrics).
-resolve_outputs <- function(model, loss, metrics, loss_weights, call = sys.call(-1)) {
+resolve_outputs <- function(model, loss, metrics, loss_weights, weighted_metrics = NULL, call = sys.call(-1)) {
   outputs <- model_output_names(model)
   n <- length(outputs)
   losses <- per_output(loss, outputs, "loss", is_single_loss, "a loss object or name", call)
@@ -77,36 +77,66 @@ resolve_outputs <- function(model, loss, metrics, loss_weights, call = sys.call(
     w <- weights[[k]] %||% 1
     check_num(w, if (n == 1) "loss_weights" else paste0("loss_weights$", outputs[k]), min = 0, call = call)
   }, numeric(1))
-  per_metrics <- if (is.null(metrics)) rep(list(NULL), n)
-                 else if (n == 1) {
-                   m <- metrics
-                   if (is.list(m) && !inherits(m, "mirrored_metric") && !is.null(names(m)) &&
-                       identical(names(m), outputs)) m <- m[[1]]
-                   list(m)
-                 } else {
-                   per_output(metrics, outputs, "metrics", function(x) FALSE,
-                              "a list with one list of metrics per output", call)
-                 }
-  lapply(seq_len(n), function(k) {
-    ms <- per_metrics[[k]]
+  spread <- function(metrics, arg) {
+    if (is.null(metrics)) return(rep(list(NULL), n))
+    if (n == 1) {
+      m <- metrics
+      if (is.list(m) && !inherits(m, "mirrored_metric") && !is.null(names(m)) &&
+          identical(names(m), outputs)) m <- m[[1]]
+      return(list(m))
+    }
+    per_output(metrics, outputs, arg, function(x) FALSE, "a list with one list of metrics per output", call)
+  }
+  per_metrics <- spread(metrics, "metrics")
+  per_weighted <- spread(weighted_metrics, "weighted_metrics")
+  resolve <- function(ms, k, arg) {
     if (inherits(ms, "mirrored_metric")) ms <- list(ms)
     if (!is.null(ms) && !is.list(ms)) ms <- as.list(ms)
-    ms <- lapply(ms, as_metric, loss = losses[[k]], call = call)
-    names_k <- c("loss", vapply(ms, function(m) m$name, character(1)))
-    if (anyDuplicated(names_k)) {
-      abort_value("Metric names must be unique{if (n > 1) paste0(' for output ', outputs[k])}; got {.val {names_k}}.",
+    lapply(ms, as_metric, loss = losses[[k]], arg = arg, call = call)
+  }
+  lapply(seq_len(n), function(k) {
+    ms <- resolve(per_metrics[[k]], k, "metrics")
+    wms <- resolve(per_weighted[[k]], k, "weighted_metrics")
+    if (any(vapply(c(ms, wms), function(m) m$name == "loss", logical(1)))) {
+      abort_value("A metric{if (n > 1) paste0(' of output ', outputs[k])} is named {.val loss}, the loss's log key; rename it.",
                   call = call)
     }
-    list(name = outputs[k], loss = losses[[k]], weight = weights[k], metrics = ms)
+    list(name = outputs[k], loss = losses[[k]], weight = weights[k], metrics = metric_log_names(ms, wms))
   })
+}
+
+# Keras 3's log names (CompileMetrics.result()): a metric whose name an
+# earlier one has logs as "<name>_<i>" (i = 1, 2, ...); a weighted metric
+# whose name is taken as "weighted_<name>", then "weighted_<name>_<i>". The
+# metric keeps its own name (saved in its config); `log_name` is the key.
+metric_log_names <- function(ms, wms) {
+  counters <- list()
+  used <- character()
+  unique_key <- function(key) {
+    if (!key %in% used) return(key)
+    i <- counters[[key]] %||% 1L
+    counters[[key]] <<- i + 1L
+    paste0(key, "_", i)
+  }
+  ms <- lapply(ms, function(m) {
+    m$log_name <- unique_key(m$name)
+    used <<- c(used, m$log_name)
+    m
+  })
+  wms <- lapply(wms, function(m) {
+    m$weighted <- TRUE
+    m$log_name <- if (m$name %in% used) unique_key(paste0("weighted_", m$name)) else m$name
+    used <<- c(used, m$log_name)
+    m
+  })
+  c(ms, wms)
 }
 
 # The compile settings of each output as the core takes them.
 outputs_core_spec <- function(model) {
-  spec <- function(m) list(kind = m$kind, threshold = m$threshold, name = m$name)
   lapply(model$compiled_outputs, function(o) {
     list(loss = loss_core_spec(o$loss),
-         weight = o$weight, metrics = lapply(o$metrics, spec),
+         weight = o$weight, metrics = lapply(o$metrics, function(m) metric_core_spec(m, isTRUE(m$weighted))),
          name = if (is.na(o$name)) "" else o$name)
   })
 }

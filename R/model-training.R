@@ -16,7 +16,10 @@
 #' @param ... Must be empty: an unknown argument is an error (as in keras3).
 #' @param loss_weights Weights of the outputs' losses in the total loss (a
 #'   list or vector in output order, or named by output; default 1 each).
-#' @param weighted_metrics Not supported yet (must be `NULL`).
+#' @param weighted_metrics Metrics (as `metrics`) weighted by the samples'
+#'   weights (`sample_weight`, `class_weight`); those in `metrics` ignore
+#'   them. A weighted metric whose name an earlier metric has logs as
+#'   `weighted_<name>`, as in Keras 3.
 #' @param run_eagerly,steps_per_execution Accepted for compatibility; the
 #'   step loop always runs in C++.
 #' @param jit_compile Recorded only: it names XLA in keras3. The step is
@@ -36,10 +39,9 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
                                    steps_per_execution = 1L, jit_compile = "auto", auto_scale_loss = TRUE) {
   check_dots_empty(list(...), "compile", names(formals(compile.mirrored_model)))
   if (is.null(loss)) abort_value("{.arg loss} is required: give a loss object or name.")
-  check_unsupported(weighted_metrics = weighted_metrics)
   check_model_strategy(object)
   opt <- as_optimizer(optimizer)
-  outputs <- resolve_outputs(object, loss, metrics, loss_weights)
+  outputs <- resolve_outputs(object, loss, metrics, loss_weights, weighted_metrics)
   object$optimizer <- opt
   object$compiled_outputs <- outputs
   # One output: the loss object and the metric list, as before; several: the

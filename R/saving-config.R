@@ -80,8 +80,7 @@ nested_model_entry <- function(model, functional, calls = NULL) {
 metric_keras_config <- function(m) {
   if (!is.null(m$string)) return(m$string)
   if (m$name %in% c("accuracy", "acc")) return(m$name)
-  cfg <- list(name = m$name, dtype = "float32")
-  if (m$kind == "binary_accuracy") cfg$threshold <- as.numeric(m$threshold)
+  cfg <- c(list(name = m$name, dtype = if (m$kind == "mean_iou") "int64" else "float32"), m$config)
   list(module = "keras.metrics", class_name = m$class_name, config = cfg, registered_name = NULL)
 }
 
@@ -93,16 +92,25 @@ compile_keras_config <- function(model) {
     named <- !is.null(names(model$loss))
     keyed <- function(x) if (named) stats::setNames(x, vapply(outs, function(o) o$name, "")) else x
     loss <- keyed(lapply(outs, function(o) loss_keras_config(o$loss)))
-    metrics <- if (any(lengths(lapply(outs, function(o) o$metrics)) > 0))
-      keyed(lapply(outs, function(o) lapply(o$metrics, metric_keras_config)))
+    # weighted_metrics (compile()'s argument) apart from metrics.
+    of <- function(o, weighted) Filter(function(m) isTRUE(m$weighted) == weighted, o$metrics)
+    per <- function(weighted) {
+      if (any(vapply(outs, function(o) length(of(o, weighted)) > 0, logical(1))))
+        keyed(lapply(outs, function(o) lapply(of(o, weighted), metric_keras_config)))
+    }
+    metrics <- per(FALSE)
+    weighted <- per(TRUE)
     weights <- if (!is.null(model$loss_weights)) keyed(lapply(outs, function(o) o$weight))
   } else {
     loss <- loss_keras_config(model$loss)
-    metrics <- if (length(model$compiled_metrics)) lapply(model$compiled_metrics, metric_keras_config)
+    ms <- outs[[1]]$metrics
+    is_w <- vapply(ms, function(m) isTRUE(m$weighted), logical(1))
+    metrics <- if (any(!is_w)) lapply(ms[!is_w], metric_keras_config)
+    weighted <- if (any(is_w)) lapply(ms[is_w], metric_keras_config)
     weights <- if (!is.null(model$loss_weights)) outs[[1]]$weight
   }
   list(optimizer = optimizer_keras_config(model$optimizer), loss = loss,
-       loss_weights = weights, metrics = metrics, weighted_metrics = NULL, run_eagerly = FALSE,
+       loss_weights = weights, metrics = metrics, weighted_metrics = weighted, run_eagerly = FALSE,
        steps_per_execution = 1L, jit_compile = FALSE)
 }
 
@@ -359,7 +367,8 @@ metric_from_keras <- function(x, what) {
     CategoricalAccuracy = metric_categorical_accuracy(name = name),
     BinaryAccuracy = metric_binary_accuracy(threshold = cfg_get(cfg, "threshold", 0.5), name = name),
     MeanAbsoluteError = metric_mean_absolute_error(name = name),
-    abort_config(what, "metric class {.val {cls}} is not supported by mirrored.")
+    metric_from_keras_config(cls, cfg, name) %||%
+      abort_config(what, "metric class {.val {cls}} is not supported by mirrored.")
   )
 }
 
@@ -371,11 +380,13 @@ compile_from_keras <- function(model, cc, what, optimizer = NULL) {
   loss <- cfg_get(cc, "loss")
   # Several outputs: a list (or dict) of losses, of metric lists, of weights.
   loss <- if (is_entry(loss)) loss_from_keras(loss, what) else lapply(loss, loss_from_keras, what = what)
-  metrics <- cfg_get(cc, "metrics")
-  per_output <- length(metrics) && !is_entry(metrics[[1]])
-  metrics <- if (per_output) lapply(metrics, function(m) lapply(m, metric_from_keras, what = what))
-             else lapply(metrics, metric_from_keras, what = what)
+  read_metrics <- function(metrics) {
+    per_output <- length(metrics) && !is_entry(metrics[[1]])
+    metrics <- if (per_output) lapply(metrics, function(m) lapply(m, metric_from_keras, what = what))
+               else lapply(metrics, metric_from_keras, what = what)
+    if (length(metrics)) metrics
+  }
   weights <- cfg_get(cc, "loss_weights")
-  compile(model, optimizer = opt, loss = loss, metrics = if (length(metrics)) metrics,
-          loss_weights = weights)
+  compile(model, optimizer = opt, loss = loss, metrics = read_metrics(cfg_get(cc, "metrics")),
+          loss_weights = weights, weighted_metrics = read_metrics(cfg_get(cc, "weighted_metrics")))
 }

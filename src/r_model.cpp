@@ -154,9 +154,46 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
   });
 }
 
+namespace {
+// A metric as R/metrics-core.R's metric_core_spec() gives it: every field
+// of mr::MetricConfig by name.
+mr::MetricConfig metric_config(const Rcpp::List& mt) {
+  auto num = [&](const char* k) { return Rcpp::as<double>(mt[k]); };
+  auto flag = [&](const char* k) { return Rcpp::as<bool>(mt[k]); };
+  auto str = [&](const char* k) { return Rcpp::as<std::string>(mt[k]); };
+  mr::MetricConfig mc;
+  mc.kind = mr::metric_kind(str("kind"));
+  mc.name = str("name");
+  mc.weighted = flag("weighted");
+  mc.threshold = static_cast<float>(num("threshold"));  // NaN: none
+  mc.k = static_cast<int>(num("k"));
+  mc.top_k = static_cast<int>(num("top_k"));
+  mc.class_id = static_cast<int>(num("class_id"));
+  mc.num_thresholds = static_cast<int>(num("num_thresholds"));
+  mc.curve = str("curve") == "PR" ? mr::AucCurve::pr : mr::AucCurve::roc;
+  const std::string sm = str("summation_method");
+  mc.summation_method = sm == "minoring"   ? mr::AucSummation::minoring
+                        : sm == "majoring" ? mr::AucSummation::majoring
+                                           : mr::AucSummation::interpolation;
+  const std::string av = str("average");
+  mc.average = av == "micro"      ? mr::FbetaAverage::micro
+               : av == "macro"    ? mr::FbetaAverage::macro
+               : av == "weighted" ? mr::FbetaAverage::weighted
+                                  : mr::FbetaAverage::none;
+  mc.beta = static_cast<float>(num("beta"));
+  mc.num_classes = static_cast<int>(num("num_classes"));
+  mc.ignore_class = static_cast<int>(num("ignore_class"));
+  mc.sparse_y_true = flag("sparse_y_true");
+  mc.sparse_y_pred = flag("sparse_y_pred");
+  mc.from_logits = flag("from_logits");
+  mc.label_smoothing = static_cast<float>(num("label_smoothing"));
+  return mc;
+}
+}  // namespace
+
 // `outputs`: one list per model output (loss = list(kind, from_logits,
-// name, and LossParams' other arguments), weight, metrics = list of list(kind, threshold, name),
-// name).
+// name, and LossParams' other arguments), weight, metrics = list of
+// metric_config() lists, name).
 // `frozen`: one flag per graph node, TRUE where the layer is frozen
 // (R/freeze.R); empty when nothing is.
 // [[Rcpp::export]]
@@ -198,12 +235,7 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
       oc.name = Rcpp::as<std::string>(out["name"]);
       const Rcpp::List metrics = out["metrics"];
       for (R_xlen_t i = 0; i < metrics.size(); ++i) {
-        const Rcpp::List mt = metrics[i];
-        mr::MetricConfig mc;
-        mc.kind = mr::metric_kind(Rcpp::as<std::string>(mt["kind"]));
-        mc.threshold = static_cast<float>(Rcpp::as<double>(mt["threshold"]));
-        mc.name = Rcpp::as<std::string>(mt["name"]);
-        oc.metrics.push_back(mc);
+        oc.metrics.push_back(metric_config(metrics[i]));
       }
       c.outputs.push_back(oc);
     }

@@ -290,6 +290,7 @@ def main():
     check_optimizer_models(keras, np)
     check_frozen_model(keras, np)
     check_losses(keras)
+    check_metrics(keras, np)
 
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
@@ -520,6 +521,93 @@ def check_losses(keras):
             (abs(got.get(k, float("nan")) - v) < 1e-7) if isinstance(v, float) else got.get(k) == v
             for k, v in want.items())
         check(same, f"losses: {cls} rebuilt by Keras with {want} (got {got_cls} {got})")
+
+
+# Issue 13's metrics: a model compiled by mirrored with metrics and
+# weighted_metrics of every kind, saved; Keras loads it, compiles it from the
+# file and evaluates it with sample weights. Then the reverse: a model Keras
+# compiled and saved, loaded and evaluated by mirrored. The logs must agree.
+R_METRICS = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+set.seed(3)
+x <- as.matrix(read.csv(file.path(out, "x.csv"), header = FALSE))
+y <- as.matrix(read.csv(file.path(out, "y.csv"), header = FALSE))
+w <- read.csv(file.path(out, "w.csv"), header = FALSE)[[1]]
+m <- keras_model_sequential(input_shape = 3) |> layer_dense(4, activation = "softmax")
+m |> compile(optimizer = "adam", loss = "categorical_crossentropy",
+             metrics = list("auc", metric_precision(class_id = 1), metric_recall(top_k = 2),
+                            metric_f1_score(average = "macro"), metric_fbeta_score(beta = 2, threshold = 0.3),
+                            metric_mean_iou(num_classes = 4, sparse_y_true = FALSE, sparse_y_pred = FALSE),
+                            "top_k_categorical_accuracy", "mse", metric_root_mean_squared_error(), "mape",
+                            metric_categorical_crossentropy(label_smoothing = 0.1)),
+             weighted_metrics = list("auc", "accuracy", metric_auc(curve = "PR", num_thresholds = 50)))
+fit(m, x, y, sample_weight = w, epochs = 1, batch_size = 8, verbose = 0)
+save_model(m, file.path(out, "metrics.keras"))
+ev <- evaluate(m, x, y, sample_weight = w, batch_size = 8, verbose = 0)
+write.csv(data.frame(key = names(ev), value = unlist(ev)), file.path(out, "metrics_eval.csv"), row.names = FALSE)
+k <- load_model(file.path(out, "keras_metrics.keras"))
+ev <- evaluate(k, x, y, sample_weight = w, batch_size = 8, verbose = 0)
+write.csv(data.frame(key = names(ev), value = unlist(ev)), file.path(out, "keras_metrics_eval.csv"), row.names = FALSE)
+"""
+
+
+def check_metrics(keras, np):
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-metrics-")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((30, 3)).astype("float32")
+    y = np.eye(4, dtype="float32")[rng.integers(0, 4, 30)]
+    w = rng.uniform(0, 2, 30).astype("float32")
+    for name, a in [("x", x), ("y", y), ("w", w.reshape(-1, 1))]:
+        np.savetxt(os.path.join(tmp, name + ".csv"), a, delimiter=",", fmt="%.9g")
+    k = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4, activation="softmax")])
+    k.compile(optimizer="adam", loss="categorical_crossentropy",
+              metrics=["auc", keras.metrics.Precision(class_id=2, name="precision"),
+                       keras.metrics.F1Score(average="weighted", threshold=0.4), "mape",
+                       keras.metrics.TopKCategoricalAccuracy(k=3)],
+              weighted_metrics=["auc", keras.metrics.MeanSquaredError()])
+    k.fit(x, y, sample_weight=w, epochs=1, batch_size=8, verbose=0)
+    k.save(os.path.join(tmp, "keras_metrics.keras"))
+    want_k = k.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0, return_dict=True)
+    rfile = os.path.join(tmp, "make.R")
+    with open(rfile, "w") as f:
+        f.write(R_METRICS)
+    subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
+
+    def read(name):
+        out = {}
+        for line in open(os.path.join(tmp, name)).read().splitlines()[1:]:
+            key, value = line.rsplit(",", 1)
+            out[key.strip('"')] = float(value)
+        return out
+
+    ours = read("metrics_eval.csv")
+    try:
+        model = keras.saving.load_model(os.path.join(tmp, "metrics.keras"))
+    except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+        check(False, f"metrics: keras.saving.load_model() failed: {type(e).__name__}: {str(e)[:300]}")
+        return
+    got = model.evaluate(x, y, sample_weight=w, batch_size=8, verbose=0, return_dict=True)
+    # A per-class score (F-beta with average=None) logs one key per class in
+    # mirrored: "<name>_<class>".
+    flat = {}
+    for key, v in got.items():
+        v = np.asarray(v).reshape(-1)
+        flat.update({key: float(v[0])} if v.size == 1 else {f"{key}_{i}": float(a) for i, a in enumerate(v)})
+    got = flat
+    check(sorted(got) == sorted(ours), f"metrics: Keras logs {sorted(got)}, mirrored {sorted(ours)}")
+    for key in sorted(set(got) & set(ours)):
+        diff = abs(float(np.asarray(got[key])) - ours[key])
+        check(diff <= 1e-5 * max(1.0, abs(ours[key])), f"metrics: {key} Keras {float(got[key]):.7g} "
+              f"mirrored {ours[key]:.7g}")
+    theirs = read("keras_metrics_eval.csv")
+    check(sorted(theirs) == sorted(want_k), f"keras_metrics: mirrored logs {sorted(theirs)}, Keras {sorted(want_k)}")
+    for key in sorted(set(theirs) & set(want_k)):
+        diff = abs(float(np.asarray(want_k[key])) - theirs[key])
+        check(diff <= 1e-5 * max(1.0, abs(theirs[key])), f"keras_metrics: {key} Keras "
+              f"{float(want_k[key]):.7g} mirrored {theirs[key]:.7g}")
 
 
 if __name__ == "__main__":

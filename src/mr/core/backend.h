@@ -19,6 +19,7 @@
 
 #include "core/conv_geometry.h"
 #include "core/dtype.h"
+#include "core/metric_spec.h"
 #include "core/step_scalars.h"
 #include "core/update_ops.h"
 #include "core/wait.h"
@@ -112,14 +113,6 @@ struct LossParams {
   // when every target of the batch is 0 or 1; the step sets it from the
   // global batch (batch_loss_params in nn/loss.h).
   bool binary_labels = false;
-};
-
-// Metrics add per-sample values into acc[0] and the number of samples into acc[1].
-enum class MetricKind {
-  sparse_categorical_accuracy,
-  categorical_accuracy,
-  binary_accuracy,
-  mean_absolute_error
 };
 
 // The index box of a strided_copy (see Backend::strided_copy); a trivially
@@ -303,9 +296,13 @@ class Backend {
   virtual void loss(LossKind kind, const LossParams& p, int64_t rows, int64_t cols,
                     const float* pred, const float* target, const float* sample_weight,
                     float grad_scale, float* dpred, double* loss_acc) = 0;
-  // acc[0] += sum of per-sample metric values, acc[1] += rows.
-  virtual void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols,
-                      const float* pred, const float* target, double* acc) = 0;
+  // Adds this slice's terms into the metric's state (core/metric_spec.h):
+  // state[j] += sum over rows r of w_r * term_j(row r), w_r =
+  // sample_weight[r] (null: 1). pred: rows x cols; target: rows x
+  // metric_target_width(m, cols). Deterministic: each state element sums its
+  // rows in a fixed order (the counts are integers or sums of the weights).
+  virtual void metric(const MetricSpec& m, int64_t rows, int64_t cols, const float* pred,
+                      const float* target, const float* sample_weight, double* state) = 0;
 
   // ---- optimizer updates over flat buffers (Keras 3 formulas) -----------------
   // Weight decay first when wd_lr > 0: w -= w * wd_lr (wd_lr = weight_decay * lr).

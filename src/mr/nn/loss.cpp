@@ -50,14 +50,6 @@ LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t 
   return p;
 }
 
-MetricKind metric_kind(const std::string& name) {
-  if (name == "sparse_categorical_accuracy") return MetricKind::sparse_categorical_accuracy;
-  if (name == "categorical_accuracy") return MetricKind::categorical_accuracy;
-  if (name == "binary_accuracy") return MetricKind::binary_accuracy;
-  if (name == "mean_absolute_error" || name == "mae") return MetricKind::mean_absolute_error;
-  fail(ErrorKind::value, "unknown metric '", name, "'");
-}
-
 int64_t target_width(LossKind kind, int64_t cols) {
   return kind == LossKind::sparse_categorical_crossentropy ? 1 : cols;
 }

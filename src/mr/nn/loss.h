@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "nn/metric.h"  // MetricConfig, for the files that include loss.h
 
 namespace mr {
 
@@ -15,12 +16,6 @@ namespace mr {
 struct LossConfig : LossParams {
   LossKind kind = LossKind::sparse_categorical_crossentropy;
   std::string name = "sparse_categorical_crossentropy";
-};
-
-struct MetricConfig {
-  MetricKind kind = MetricKind::sparse_categorical_accuracy;
-  float threshold = 0.5f;  // binary_accuracy
-  std::string name = "sparse_categorical_accuracy";
 };
 
 // The loss's arguments for one global batch of `rows` target rows of
@@ -33,7 +28,6 @@ LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t 
                              int64_t width);
 
 LossKind loss_kind(const std::string& name);
-MetricKind metric_kind(const std::string& name);
 // Width of one target row for a loss whose prediction has `cols` columns.
 int64_t target_width(LossKind kind, int64_t cols);
 

@@ -264,8 +264,10 @@ TEST_F(GpuOps, LossesAndMetricsAccumulateOnTheDevice) {
         MCase{MetricKind::mean_absolute_error, &bin}}) {
     const size_t pr = p_->put(probs), tg = p_->put(*k.target);
     auto acc_c = cpu_->allocate(2 * sizeof(double)), acc_d = dev_->allocate(2 * sizeof(double));
-    cpu_->metric(k.kind, 0.5f, rows, cols, p_->c(pr), p_->c(tg), static_cast<double*>(acc_c.get()));
-    dev_->metric(k.kind, 0.5f, rows, cols, p_->d(pr), p_->d(tg), static_cast<double*>(acc_d.get()));
+    MetricSpec ms;
+    ms.kind = k.kind;
+    cpu_->metric(ms, rows, cols, p_->c(pr), p_->c(tg), nullptr, static_cast<double*>(acc_c.get()));
+    dev_->metric(ms, rows, cols, p_->d(pr), p_->d(tg), nullptr, static_cast<double*>(acc_d.get()));
     double want[2], got[2];
     cpu_->download(want, acc_c.get(), sizeof(want));
     dev_->download(got, acc_d.get(), sizeof(got));

@@ -311,7 +311,10 @@ TEST(CpuLoss, SampleWeightsScaleEachRowsLossAndGradient) {
 std::pair<double, double> run_metric(Backend& be, MetricKind kind, float threshold, int64_t rows,
                                      int64_t cols, const Vec& pred, const Vec& target) {
   double acc[2] = {0.5, 2.0};  // the op adds to what is there
-  be.metric(kind, threshold, rows, cols, pred.data(), target.data(), acc);
+  MetricSpec m;
+  m.kind = kind;
+  m.threshold = threshold;
+  be.metric(m, rows, cols, pred.data(), target.data(), nullptr, acc);
   return {acc[0] - 0.5, acc[1] - 2.0};
 }
 

@@ -75,6 +75,16 @@ void Model::compile(const CompileConfig& config) {
              "the loss weight of output ", k + 1, " must be a finite number >= 0, got ",
              c.outputs[k].weight);
     MR_CHECK(n_out == 1 || !c.outputs[k].name.empty(), value, "output ", k + 1, " has no name");
+    c.outputs[k].cols = output_width(static_cast<int>(k));
+    const int64_t cols = c.outputs[k].cols;
+    for (const MetricConfig& m : c.outputs[k].metrics) {
+      validate_metric(m, cols);
+      // The metrics read the loss's targets.
+      MR_CHECK(metric_target_width(m, cols) == target_width(c.outputs[k].loss.kind, cols), value,
+               "metric '", m.name, "' needs targets of ", metric_target_width(m, cols),
+               " values per sample, but the loss '", c.outputs[k].loss.name, "' takes ",
+               target_width(c.outputs[k].loss.kind, cols));
+    }
   }
   c.loss = c.outputs[0].loss;
   c.metrics = c.outputs[0].metrics;
@@ -251,16 +261,30 @@ void Model::predict_step(const HostBatch& batch, const std::vector<float*>& outs
 }
 
 namespace {
+// A metric of several values (F1 by class) logs one key per value,
+// "<name>_<class>" (classes from 0): logs are scalars.
+void push_metric_names(std::vector<std::string>& names, const std::string& prefix,
+                       const OutputConfig& o) {
+  for (const MetricConfig& m : o.metrics) {
+    const int64_t n = metric_value_count(m, o.cols);
+    if (n == 1) {
+      names.push_back(prefix + m.name);
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) names.push_back(prefix + m.name + "_" + std::to_string(i));
+  }
+}
+
 // The log keys in the order the unsorted means come (read_means()).
 std::vector<std::string> raw_names(const CompileConfig& c) {
   std::vector<std::string> names{"loss"};
   if (c.outputs.size() == 1) {
-    for (const MetricConfig& m : c.outputs[0].metrics) names.push_back(m.name);
+    push_metric_names(names, "", c.outputs[0]);
     return names;
   }
   for (const OutputConfig& o : c.outputs) {
     names.push_back(o.name + "_loss");
-    for (const MetricConfig& m : o.metrics) names.push_back(o.name + "_" + m.name);
+    push_metric_names(names, o.name + "_", o);
   }
   return names;
 }
@@ -306,9 +330,12 @@ std::vector<double> Model::read_metrics() const {
     const double loss = seen > 0 ? total[off[k]] / seen : 0.0;
     raw[0] += static_cast<double>(o.weight) * loss;
     if (config_.outputs.size() > 1) raw.push_back(loss);
-    for (size_t m = 0; m < o.metrics.size(); ++m) {
-      const double count = total[off[k] + 2 + 2 * m];
-      raw.push_back(count > 0 ? total[off[k] + 1 + 2 * m] / count : 0.0);
+    size_t at = off[k] + 1;
+    for (const MetricConfig& m : o.metrics) {
+      const size_t first = raw.size();
+      raw.resize(first + static_cast<size_t>(metric_value_count(m, o.cols)));
+      metric_finalize(m, o.cols, total.data() + at, raw.data() + first);
+      at += static_cast<size_t>(metric_state_size(m, o.cols));
     }
   }
   // Keras' logged loss includes the regularization losses (i13-reg).

@@ -28,12 +28,21 @@ class CommContext final : public ReplicaContext {
 
 }  // namespace
 
+namespace {
+// Doubles of output o's part of the metric-sum block.
+size_t output_doubles(const OutputConfig& o) {
+  size_t n = 1;
+  for (const MetricConfig& m : o.metrics) n += static_cast<size_t>(metric_state_size(m, o.cols));
+  return n;
+}
+}  // namespace
+
 std::vector<size_t> metric_offsets(const CompileConfig& c) {
   std::vector<size_t> off;
   size_t at = 0;
   for (const OutputConfig& o : c.outputs) {
     off.push_back(at);
-    at += 1 + 2 * o.metrics.size();
+    at += output_doubles(o);
   }
   return off;
 }
@@ -44,7 +53,7 @@ size_t metric_doubles(const CompileConfig& c) {
 
 size_t regularization_sum_offset(const CompileConfig& c) {
   size_t n = 0;
-  for (const OutputConfig& o : c.outputs) n += 1 + 2 * o.metrics.size();
+  for (const OutputConfig& o : c.outputs) n += output_doubles(o);
   return n;
 }
 
@@ -218,10 +227,13 @@ void Step::losses(int rank, const CompileConfig& c, const HostBatch& batch, int6
     const HostComponent& t = batch.parts[graph_.inputs().size() + k];
     const LossParams lp = batch_loss_params(o.loss, t.data, batch.rows, t.width);
     be.loss(o.loss.kind, lp, count, cols, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
-    for (size_t m = 0; m < o.metrics.size(); ++m)
-      be.metric(o.metrics[m].kind, o.metrics[m].threshold, count, cols, out, tgt,
-                sums + at + 1 + 2 * m);
-    at += 1 + 2 * o.metrics.size();
+    // Only weighted_metrics read the sample weights.
+    size_t state_at = at + 1;
+    for (const MetricConfig& m : o.metrics) {
+      be.metric(m, count, cols, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
+      state_at += static_cast<size_t>(metric_state_size(m, cols));
+    }
+    at = state_at;
   }
 }
 

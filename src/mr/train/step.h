@@ -31,6 +31,7 @@ struct OutputConfig {
   float weight = 1.0f;  // Keras' loss_weights: total loss = sum of weight * output loss
   std::vector<MetricConfig> metrics;
   std::string name;  // the output's name, prefixing its log keys ("<name>_loss")
+  int64_t cols = 0;  // the output's width (filled by Model::compile(); sizes metric states)
 };
 
 struct CompileConfig {
@@ -54,7 +55,8 @@ struct CompileConfig {
 };
 
 // Where output k's sums live in the metric-sum block: its loss sum, then
-// (sum, count) per metric. Outputs follow one another.
+// each metric's state (metric_state_size() doubles). Outputs follow one
+// another.
 std::vector<size_t> metric_offsets(const CompileConfig& c);
 size_t metric_doubles(const CompileConfig& c);
 // The last double of the block: the regularization losses' sum (i13-reg),

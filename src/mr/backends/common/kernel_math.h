@@ -170,34 +170,6 @@ MR_HD int64_t argmax(const float* x, int64_t cols) {
   return best;
 }
 
-// The per-sample metric value of row r.
-MR_HD double metric_row(MetricKind kind, float threshold, int64_t r, int64_t cols,
-                        const float* pred, const float* target) {
-  const float* p = pred + r * cols;
-  switch (kind) {
-    case MetricKind::sparse_categorical_accuracy:
-      // Keras casts argmax to the label's dtype and compares: a label out of
-      // range simply never matches.
-      return static_cast<float>(argmax(p, cols)) == target[r] ? 1.0 : 0.0;
-    case MetricKind::categorical_accuracy:
-      return argmax(p, cols) == argmax(target + r * cols, cols) ? 1.0 : 0.0;
-    case MetricKind::binary_accuracy: {
-      // Keras: mean(y_true == cast(y_pred > threshold)).
-      const float* t = target + r * cols;
-      int64_t hits = 0;
-      for (int64_t c = 0; c < cols; ++c) hits += t[c] == (p[c] > threshold ? 1.0f : 0.0f);
-      return static_cast<double>(hits) / static_cast<double>(cols);
-    }
-    case MetricKind::mean_absolute_error: {
-      const float* t = target + r * cols;
-      double e = 0.0;
-      for (int64_t c = 0; c < cols; ++c) e += fabs(static_cast<double>(p[c]) - t[c]);
-      return e / static_cast<double>(cols);
-    }
-  }
-  return 0.0;
-}
-
 // ---- activations ------------------------------------------------------------
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;

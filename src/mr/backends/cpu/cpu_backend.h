@@ -76,8 +76,8 @@ class CpuBackend : public Backend {
   void loss(LossKind kind, const LossParams& p, int64_t rows, int64_t cols, const float* pred,
             const float* target, const float* sample_weight, float grad_scale, float* dpred,
             double* loss_acc) override;
-  void metric(MetricKind kind, float threshold, int64_t rows, int64_t cols, const float* pred,
-              const float* target, double* acc) override;
+  void metric(const MetricSpec& m, int64_t rows, int64_t cols, const float* pred,
+              const float* target, const float* sample_weight, double* state) override;
 
   using Backend::adam_update;
   using Backend::rmsprop_update;

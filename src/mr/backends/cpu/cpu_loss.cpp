@@ -1,4 +1,4 @@
-// Losses and metrics on the CPU: the per-row formulas of
+// Losses on the CPU: the per-row formulas of
 // backends/common/kernel_math.h (Keras 3 semantics, described there), rows
 // split over the team, row values summed in double in a fixed order.
 #include "backends/common/kernel_math.h"
@@ -24,20 +24,6 @@ void CpuBackend::loss(LossKind kind, const LossParams& p, int64_t rows, int64_t 
     return s;
   });
   if (loss_acc != nullptr) *loss_acc += total;
-}
-
-void CpuBackend::metric(MetricKind kind, float threshold, int64_t rows, int64_t cols,
-                        const float* pred, const float* target, double* acc) {
-  MR_CHECK(cols >= 1, shape, "a metric needs at least one column, got ", cols);
-  if (rows <= 0) return;
-  const double total = cpu::reduce_rows(team_, rows, cols, [&](int64_t r0, int64_t r1) {
-    double s = 0.0;
-    for (int64_t r = r0; r < r1; ++r)
-      s += kmath::metric_row(kind, threshold, r, cols, pred, target);
-    return s;
-  });
-  acc[0] += total;
-  acc[1] += static_cast<double>(rows);
 }
 
 }  // namespace mr

@@ -49,13 +49,6 @@ __global__ void loss_kernel(LossKind kind, LossParams p, int64_t rows, int64_t c
   block_sum_to(v, partials + blockIdx.x);
 }
 
-__global__ void metric_kernel(MetricKind kind, float threshold, int64_t rows, int64_t cols,
-                              const float* pred, const float* target, double* partials) {
-  const int64_t r = blockIdx.x * int64_t{kRowsPerBlock} + threadIdx.x;
-  const double v = r < rows ? kmath::metric_row(kind, threshold, r, cols, pred, target) : 0.0;
-  block_sum_to(v, partials + blockIdx.x);
-}
-
 // acc[0] += sum of partials (in block order); acc[1] += count when count >= 0.
 __global__ void finish_kernel(const double* partials, int64_t blocks, double* acc, double count) {
   double s = 0.0;
@@ -87,20 +80,6 @@ void CudaBackend::loss(LossKind kind, const LossParams& p, int64_t rows, int64_t
   }
   if (loss_acc == nullptr) return;
   finish_kernel<<<1, 1, 0, stream_>>>(partials, blocks, loss_acc, -1.0);
-  cuda::check_launch("finish_kernel", ordinal_);
-}
-
-void CudaBackend::metric(MetricKind kind, float threshold, int64_t rows, int64_t cols,
-                         const float* pred, const float* target, double* acc) {
-  MR_CHECK(cols >= 1, shape, "a metric needs at least one column, got ", cols);
-  if (rows <= 0) return;
-  use_device(ordinal_);
-  const int64_t blocks = blocks_of(rows);
-  double* partials = reduction_scratch(blocks);
-  metric_kernel<<<static_cast<unsigned>(blocks), kRowsPerBlock, 0, stream_>>>(
-      kind, threshold, rows, cols, pred, target, partials);
-  cuda::check_launch("metric_kernel", ordinal_);
-  finish_kernel<<<1, 1, 0, stream_>>>(partials, blocks, acc, static_cast<double>(rows));
   cuda::check_launch("finish_kernel", ordinal_);
 }
 
