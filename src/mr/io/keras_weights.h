@@ -38,7 +38,7 @@ struct KerasWeightsFile {
   std::string optimizer_name;
   int64_t iterations = 0;
   double learning_rate = 0;
-  bool has_learning_rate = true;  // false: a schedule (Keras writes no variable)
+  bool has_learning_rate = true;           // false: a schedule (Keras writes no variable)
   std::vector<HostTensor> optimizer_vars;  // after the iteration and the learning rate
 };
 
