@@ -112,7 +112,7 @@ layer_position <- function(x, layers, names, arg, call) {
 # Logical vector over `layers` from keras3's `which` forms.
 which_layers <- function(which, layers, names, call) {
   n <- length(layers)
-  if (inherits(which, "formula")) which <- rlang::as_function(which)
+  if (inherits(which, "formula")) which <- formula_function(which, call)
   if (is.function(which) && !inherits(which, "mirrored_layer") && !inherits(which, "mirrored_model")) {
     which <- vapply(layers, function(l) {
       v <- which(l)
@@ -170,6 +170,19 @@ model_frozen_nodes <- function(model) {
 # A model read from a config: its own flag as written, without touching its
 # layers' (each layer's config carries its own, as Keras writes them).
 set_loaded_trainable <- function(model, cfg) {
-  if (identical(cfg$trainable, FALSE)) model_object(model)$.__enclos_env__$private$.trainable <- FALSE
+  if (identical(cfg$trainable, FALSE)) {
+    obj <- model_object(model)  # an R6 object: assigning into it changes `model`
+    obj$.__enclos_env__$private$.trainable <- FALSE
+  }
   model
+}
+
+# A one-sided formula as purrr-style lambda, `~ .x$name == "a"` (keras3's
+# `which` accepts them through rlang): the right-hand side evaluated in the
+# formula's environment with the argument bound to `.x` and `.`.
+formula_function <- function(f, call) {
+  if (length(f) != 2L) abort_value("A formula given as {.arg which} must be one-sided, like {.code ~ .x$name == \"dense\"}.", call = call)
+  body <- f[[2L]]
+  env <- environment(f) %||% globalenv()
+  function(x) eval(body, list(.x = x, . = x), env)
 }

@@ -266,3 +266,19 @@ test_that("a frozen model saves Keras' trainable flags and only trainable optimi
   fit(r$model, r$f$x, r$f$y, epochs = 1, batch_size = 8, shuffle = FALSE, verbose = 0)
   expect_identical(get_weights(back), get_weights(r$model))
 })
+
+test_that("a model saved with trainable = FALSE loads with its flag, and which = formula works", {
+  model <- keras_model_sequential(input_shape = 3) |>
+    layer_dense(2, name = "a") |> layer_dense(1, name = "b")
+  model$trainable <- FALSE
+  path <- tempfile(fileext = ".keras")
+  on.exit(unlink(path))
+  save_model(model, path)
+  back <- load_model(path)
+  expect_false(back$trainable)
+  # A one-sided formula sees each layer as .x (and as .).
+  unfreeze_weights(model)
+  freeze_weights(model, which = ~ .$name == "b")
+  expect_identical(vapply(model$layers, function(l) l$trainable, logical(1)), c(TRUE, FALSE))
+  expect_error(freeze_weights(model, which = y ~ x), class = "mirrored_value_error")
+})
