@@ -83,9 +83,11 @@ MirroredModel <- R6::R6Class("mirrored_model",
     non_trainable_weights = function() self$get_weights()[!model_weight_trainable(self)],
     # Each layer once (a shared layer's later calls are not listed again).
     # A nested model is one entry.
-    layers = function() {
+    layers = function(value) {
       entries <- Filter(function(e) e$owner, graph_entries(private$.graph))
-      lapply(entries, entry_object)
+      current <- lapply(entries, entry_object)
+      if (missing(value)) return(current)
+      layers_write_back(value, current)
     },
     input_names = function() model_input_names(self),
     output_names = function() model_output_names(self),
@@ -198,8 +200,10 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     }
   ),
   active = list(
-    layers = function() {
-      lapply(private$.layers, function(l) if (inherits(l, "mirrored_model")) as_model_function(l) else as_layer_function(l))
+    layers = function(value) {
+      current <- lapply(private$.layers, function(l) if (inherits(l, "mirrored_model")) as_model_function(l) else as_layer_function(l))
+      if (missing(value)) return(current)
+      layers_write_back(value, current)
     }
   ),
   private = list(
@@ -256,4 +260,18 @@ replica_info <- function(model) with_core(cpp_model_replica_info(model$ptr()))
 replica_weights <- function(model, rank) with_core(cpp_model_get_weights(model$ptr(), rank))
 inject_replica_fault <- function(model, rank, step, kind = c("error", "stall", "none"), seconds = 0) {
   with_core(cpp_model_inject_fault(model$ptr(), rank, step, match.arg(kind), seconds))
+}
+
+# `model$layers[[1]]$trainable <- FALSE` is R's complex assignment: it
+# changes the layer (a reference object, so the change is made at once) and
+# then assigns the list back to `model$layers`. That write-back of the same
+# layers is accepted and does nothing; any other value is an error, since a
+# model's layers are fixed when it is built.
+layers_write_back <- function(value, current) {
+  same <- is.list(value) && length(value) == length(current) &&
+    all(vapply(seq_along(current), function(i) identical(value[[i]], current[[i]]), logical(1)))
+  if (!same) {
+    abort_value("A model's {.field layers} cannot be replaced; change a layer through it instead, e.g. {.code model$layers[[1]]$trainable <- FALSE}.")
+  }
+  invisible(NULL)
 }

@@ -282,3 +282,16 @@ test_that("a model saved with trainable = FALSE loads with its flag, and which =
   expect_identical(vapply(model$layers, function(l) l$trainable, logical(1)), c(TRUE, FALSE))
   expect_error(freeze_weights(model, which = y ~ x), class = "mirrored_value_error")
 })
+
+test_that("model$layers[[i]]$trainable <- FALSE works as R users write it", {
+  model <- keras_model_sequential(input_shape = 3) |>
+    layer_dense(2, name = "a") |> layer_dense(1, name = "b")
+  model$layers[[1]]$trainable <- FALSE
+  expect_false(get_layer(model, "a")$trainable)
+  expect_true(get_layer(model, "b")$trainable)
+  f <- keras_model(model$inputs, model$outputs)
+  f$layers[[3]]$trainable <- FALSE
+  expect_false(get_layer(f, "b")$trainable)
+  expect_error(model$layers <- list(), class = "mirrored_value_error")
+  expect_error(model$layers <- rev(model$layers), class = "mirrored_value_error")
+})
