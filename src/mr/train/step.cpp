@@ -202,8 +202,15 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
-void Step::losses(int rank, const CompileConfig& c, const HostBatch& batch, int64_t count,
-                  float grad_scale) {
+void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
+  batch_params_.resize(c.outputs.size());  // allocates once, at the first step
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
+    batch_params_[k] = batch_loss_params(c.outputs[k].loss, t.data, batch.rows, t.width);
+  }
+}
+
+void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   Backend& be = replicas_.backend(rank);
   // Output k's sums follow output k - 1's (metric_offsets()), computed in
@@ -224,9 +231,8 @@ void Step::losses(int rank, const CompileConfig& c, const HostBatch& batch, int6
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     // The loss's per-batch arguments come from the whole global batch.
-    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
-    const LossParams lp = batch_loss_params(o.loss, t.data, batch.rows, t.width);
-    be.loss(o.loss.kind, lp, count, cols, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
+    be.loss(o.loss.kind, batch_params_[k], count, cols, out, tgt, sw, grad_scale * o.weight, grad,
+            sums + at);
     // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
@@ -242,6 +248,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   // This step's values, written once to each replica's device block; every
   // op of the step reads them there.
   const StepScalars scalars = step_scalars(config.optimizer, iteration);
+  set_batch_params(batch, config);
   replicas_.post([this, &batch, &config, global_rows, iteration, scalars](int r) {
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
@@ -254,7 +261,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
     const float scale = 1.0f / static_cast<float>(global_rows);
-    if (count > 0) losses(r, config, batch, count, scale);
+    if (count > 0) losses(r, config, count, scale);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     rep.exec->activity_penalties(ps, reg_sum);
     rep.exec->backward(ps, state_.grads(r));
@@ -272,6 +279,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
 
 void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
   const int64_t global_rows = batch.rows;
+  set_batch_params(batch, config);
   replicas_.post([this, &batch, &config, global_rows](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
@@ -282,7 +290,7 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     if (count == 0) return;
     const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
     rep.exec->forward(ps);
-    losses(r, config, batch, count, 0.0f);
+    losses(r, config, count, 0.0f);
     rep.exec->activity_penalties(ps, reg_sum);
   });
 }

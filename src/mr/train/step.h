@@ -109,15 +109,18 @@ class Step {
   // Loss (and its gradient into the outputs' gradient buffers when
   // `grad_scale` > 0) and metric sums of every output over the replica's
   // slice, each sample weighted by its sample weight when the batch has them.
-  // The loss's per-batch arguments are read from `batch` (batch_loss_params).
-  void losses(int rank, const CompileConfig& c, const HostBatch& batch, int64_t count,
-              float grad_scale);
+  // The loss's per-batch arguments are batch_params_.
+  void losses(int rank, const CompileConfig& c, int64_t count, float grad_scale);
+  // Each output's loss arguments for the global `batch` (batch_loss_params),
+  // computed once on the posting thread before the replicas read them.
+  void set_batch_params(const HostBatch& batch, const CompileConfig& c);
 
   const Graph& graph_;
   ReplicaSet& replicas_;
   TrainingState& state_;
   std::vector<std::unique_ptr<Replica>> reps_;
   UpdatePipeline update_;
+  std::vector<LossParams> batch_params_;  // one per output, for the step in flight
 };
 
 }  // namespace mr
