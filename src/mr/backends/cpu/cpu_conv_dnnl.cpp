@@ -329,6 +329,28 @@ void share(const DnnlPlan& p, int64_t rows, int member, int64_t* n0, int64_t* n1
   *n1 = std::min<int64_t>(rows, *n0 + per);
 }
 
+// Runs pass(slot, n0, count, short_share) on every team member whose share
+// [n0, n0 + count) of `rows` is not empty. A short share (fewer rows than the
+// plan's member_rows, for which the primitives were made) runs on the slot's
+// staging buffers.
+template <typename Pass>
+void for_each_share(DnnlConv& c, DnnlPlan& p, int64_t rows, Pass pass) {
+  c.backend().team().run([&](int m, int) {
+    int64_t n0, n1;
+    share(p, rows, m, &n0, &n1);
+    if (n0 == n1) return;
+    pass(p.slots[static_cast<size_t>(m)], n0, n1 - n0, n1 - n0 < p.member_rows);
+  });
+}
+
+// A reorder (when the plan has one) run at once on member 0's stream.
+void run_reorder(DnnlPlan& p, dnnl::reorder& r, Args& args, const char* what) {
+  guarded(what, [&] {
+    if (r) r.execute(p.slots[0].stream, args);
+    p.slots[0].stream.wait();
+  });
+}
+
 }  // namespace
 
 void dnnl_conv_forward(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* x,
@@ -336,26 +358,18 @@ void dnnl_conv_forward(DnnlConv& c, const ConvGeometry& g, int64_t rows, const f
   if (rows == 0) return;
   DnnlPlan& p = c.plan(g, rows);
   p.w_user.set_data_handle(const_cast<float*>(w));
-  guarded("convolution forward (weight reorder)", [&] {
-    if (p.w_to_fwd) p.w_to_fwd.execute(p.slots[0].stream, p.w_fwd_args);
-    p.slots[0].stream.wait();
-  });
-  c.backend().team().run([&](int m, int) {
-    int64_t n0, n1;
-    share(p, rows, m, &n0, &n1);
-    if (n0 == n1) return;
-    DnnlSlot& s = p.slots[static_cast<size_t>(m)];
-    const bool short_share = n1 - n0 < p.member_rows;
+  run_reorder(p, p.w_to_fwd, p.w_fwd_args, "convolution forward (weight reorder)");
+  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
     const float* xm = x + n0 * p.in_floats;
     float* ym = y + n0 * p.out_floats;
-    if (short_share) stage(xm, n1 - n0, p.member_rows, p.in_floats, s.stage_in);
+    if (short_share) stage(xm, n, p.member_rows, p.in_floats, s.stage_in);
     s.src.set_data_handle(short_share ? s.stage_in : const_cast<float*>(xm));
     s.dst.set_data_handle(short_share ? s.stage_out : ym);
     guarded("convolution forward", [&] {
       p.fwd.execute(s.stream, s.fwd_args);
       s.stream.wait();
     });
-    if (short_share) std::memcpy(ym, s.stage_out, sizeof(float) * (n1 - n0) * p.out_floats);
+    if (short_share) std::memcpy(ym, s.stage_out, sizeof(float) * n * p.out_floats);
   });
 }
 
@@ -366,17 +380,12 @@ void dnnl_conv_backward_filter(DnnlConv& c, const ConvGeometry& g, int64_t rows,
     return;
   }
   DnnlPlan& p = c.plan(g, rows);
-  c.backend().team().run([&](int m, int) {
-    int64_t n0, n1;
-    share(p, rows, m, &n0, &n1);
-    if (n0 == n1) return;
-    DnnlSlot& s = p.slots[static_cast<size_t>(m)];
-    const bool short_share = n1 - n0 < p.member_rows;
+  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
     const float* xm = x + n0 * p.in_floats;
     const float* dym = dy + n0 * p.out_floats;
     if (short_share) {
-      stage(xm, n1 - n0, p.member_rows, p.in_floats, s.stage_in);
-      stage(dym, n1 - n0, p.member_rows, p.out_floats, s.stage_out);
+      stage(xm, n, p.member_rows, p.in_floats, s.stage_in);
+      stage(dym, n, p.member_rows, p.out_floats, s.stage_out);
     }
     s.src.set_data_handle(short_share ? s.stage_in : const_cast<float*>(xm));
     s.dst.set_data_handle(short_share ? s.stage_out : const_cast<float*>(dym));
@@ -397,10 +406,7 @@ void dnnl_conv_backward_filter(DnnlConv& c, const ConvGeometry& g, int64_t rows,
   }
   if (p.dw_to_user) {
     p.dw_user.set_data_handle(dw);
-    guarded("convolution backward-filter (gradient reorder)", [&] {
-      p.dw_to_user.execute(p.slots[0].stream, p.dw_args);
-      p.slots[0].stream.wait();
-    });
+    run_reorder(p, p.dw_to_user, p.dw_args, "convolution backward-filter (gradient reorder)");
   } else {
     std::memcpy(dw, acc, sizeof(float) * p.dw_floats);
   }
@@ -411,26 +417,18 @@ void dnnl_conv_backward_data(DnnlConv& c, const ConvGeometry& g, int64_t rows, c
   if (rows == 0) return;
   DnnlPlan& p = c.plan(g, rows);
   p.w_user.set_data_handle(const_cast<float*>(w));
-  guarded("convolution backward-data (weight reorder)", [&] {
-    if (p.w_to_bwd) p.w_to_bwd.execute(p.slots[0].stream, p.w_bwd_args);
-    p.slots[0].stream.wait();
-  });
-  c.backend().team().run([&](int m, int) {
-    int64_t n0, n1;
-    share(p, rows, m, &n0, &n1);
-    if (n0 == n1) return;
-    DnnlSlot& s = p.slots[static_cast<size_t>(m)];
-    const bool short_share = n1 - n0 < p.member_rows;
+  run_reorder(p, p.w_to_bwd, p.w_bwd_args, "convolution backward-data (weight reorder)");
+  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
     const float* dym = dy + n0 * p.out_floats;
     float* dxm = dx + n0 * p.in_floats;
-    if (short_share) stage(dym, n1 - n0, p.member_rows, p.out_floats, s.stage_out);
+    if (short_share) stage(dym, n, p.member_rows, p.out_floats, s.stage_out);
     s.src.set_data_handle(short_share ? s.stage_in : dxm);
     s.dst.set_data_handle(short_share ? s.stage_out : const_cast<float*>(dym));
     guarded("convolution backward-data", [&] {
       p.bwd_data.execute(s.stream, s.bwd_data_args);
       s.stream.wait();
     });
-    if (short_share) std::memcpy(dxm, s.stage_in, sizeof(float) * (n1 - n0) * p.in_floats);
+    if (short_share) std::memcpy(dxm, s.stage_in, sizeof(float) * n * p.in_floats);
   });
 }
 
