@@ -137,6 +137,18 @@ cpp_layer_classes <- function() {
     .Call(`_mirrored_cpp_layer_classes`)
 }
 
+cpp_model_loss_scale_state <- function(ptr) {
+    .Call(`_mirrored_cpp_model_loss_scale_state`, ptr)
+}
+
+cpp_model_set_loss_scale_state <- function(ptr, scale, step_counter) {
+    invisible(.Call(`_mirrored_cpp_model_set_loss_scale_state`, ptr, scale, step_counter))
+}
+
+cpp_model_precision_note <- function(ptr) {
+    .Call(`_mirrored_cpp_model_precision_note`, ptr)
+}
+
 cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32) {
     .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
 }

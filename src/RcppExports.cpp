@@ -415,6 +415,40 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_loss_scale_state
+Rcpp::List cpp_model_loss_scale_state(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_loss_scale_state(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_loss_scale_state(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_model_set_loss_scale_state
+void cpp_model_set_loss_scale_state(SEXP ptr, double scale, double step_counter);
+RcppExport SEXP _mirrored_cpp_model_set_loss_scale_state(SEXP ptrSEXP, SEXP scaleSEXP, SEXP step_counterSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< double >::type scale(scaleSEXP);
+    Rcpp::traits::input_parameter< double >::type step_counter(step_counterSEXP);
+    cpp_model_set_loss_scale_state(ptr, scale, step_counter);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_model_precision_note
+std::string cpp_model_precision_note(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_precision_note(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_precision_note(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_new
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32);
 RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP) {
@@ -899,6 +933,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_layer_spec", (DL_FUNC) &_mirrored_cpp_layer_spec, 4},
     {"_mirrored_cpp_layer_classes", (DL_FUNC) &_mirrored_cpp_layer_classes, 0},
+    {"_mirrored_cpp_model_loss_scale_state", (DL_FUNC) &_mirrored_cpp_model_loss_scale_state, 1},
+    {"_mirrored_cpp_model_set_loss_scale_state", (DL_FUNC) &_mirrored_cpp_model_set_loss_scale_state, 3},
+    {"_mirrored_cpp_model_precision_note", (DL_FUNC) &_mirrored_cpp_model_precision_note, 1},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
     {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},

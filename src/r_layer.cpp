@@ -34,7 +34,7 @@ Rcpp::List cpp_layer_spec(std::string class_name, SEXP config, double seed, SEXP
     const mr::Json cfg = mr_glue::json_from_r(config);
     const auto layer = mr::make_layer(class_name, cfg, static_cast<uint64_t>(seed));
     Rcpp::List out =
-        Rcpp::List::create(Rcpp::Named("config") = mr_glue::json_to_r(layer->config()));
+        Rcpp::List::create(Rcpp::Named("config") = mr_glue::json_to_r(mr::layer_config(*layer)));
     if (Rf_isNull(input_shapes)) return out;
     const std::vector<mr::Shape> in = to_shapes(Rcpp::List(input_shapes));
     const mr::Shape shape = layer->output_shape(in);

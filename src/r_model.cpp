@@ -11,6 +11,7 @@
 #include "nn/graph.h"
 #include "nn/layers/registry.h"
 #include "r_glue.h"
+#include "r_mixed_precision.h"
 #include "r_optimizer.h"
 #include "train/model.h"
 
@@ -216,6 +217,7 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
     o.rho = Rcpp::as<double>(optimizer["rho"]);
     o.centered = Rcpp::as<bool>(optimizer["centered"]);
     mr_glue::optimizer_extras_from_r(optimizer, o);  // issue 13: r_optimizer.cpp
+    mr_glue::loss_scale_from_r(optimizer, c.loss_scale);  // issue 14: r_mixed_precision.cpp
     for (R_xlen_t k = 0; k < outputs.size(); ++k) {
       const Rcpp::List out = outputs[k];
       const Rcpp::List loss = out["loss"];

@@ -518,6 +518,13 @@ class Backend {
   virtual void offdiag_abs_penalty(int64_t rows, const float* p, float factor, double scale,
                                    double* acc, float* dp) = 0;
 
+  // ---- i14-mpcore: mixed precision (DESIGN §8) -------------------------------
+  // Whether this backend runs matrix products with `t` inputs (bf16, f16) and
+  // f32 accumulation on hardware made for them (CPU: AMX or AVX512-BF16 for
+  // bf16; CUDA: tensor cores). Where it says no, layers under a mixed policy
+  // compute in f32 and compile() says so once (Model::precision_note()).
+  virtual bool native_lowp(DType /*t*/) const { return false; }
+
  private:
   WaitLimits limits_;
 };

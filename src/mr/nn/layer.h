@@ -13,11 +13,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/json.h"
 #include "core/shape.h"
+#include "nn/dtype_policy.h"
 #include "nn/initializer.h"
 #include "nn/replica_context.h"
 
@@ -109,6 +111,17 @@ class Layer {
   // (trainable = FALSE): Keras 3's BatchNormalization does (it then uses and
   // keeps its moving statistics); every other layer behaves as when trainable.
   virtual bool frozen_runs_inference() const { return false; }
+
+  // ---- i14-mpcore: the layer's dtype policy (nn/dtype_policy.h) ----
+  // Set once by make_layer() from the config's "dtype", before the layer is
+  // shared by replicas; layer_config() (nn/layers/registry.h) writes it back.
+  // Layers whose products honour a mixed policy read it in forward/backward;
+  // the others compute in f32 whatever it says.
+  const DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  void set_dtype_policy(DTypePolicy p) { dtype_policy_ = std::move(p); }
+
+ private:
+  DTypePolicy dtype_policy_;
 };
 
 }  // namespace mr

@@ -88,6 +88,7 @@ void Model::compile(const CompileConfig& config) {
   }
   c.loss = c.outputs[0].loss;
   c.metrics = c.outputs[0].metrics;
+  compile_precision(c);  // i14-mpcore: train/model_precision.cpp
   resolve_frozen(*graph_, c);
   config_ = c;
   state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));

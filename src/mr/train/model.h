@@ -116,6 +116,18 @@ class Model {
   std::vector<const void*> replica_param_buffers() const;
   const Backend& replica_backend(int rank) const { return replicas_.backend(rank); }
 
+  // ---- i14-mpcore: mixed precision (nn/dtype_policy.h, train/loss_scale.h) ----
+  // The loss scale's state (Keras' LossScaleOptimizer variables
+  // dynamic_scale and step_counter) after the last finished step; compile()
+  // with loss_scale.dynamic resets it to (initial_scale, 0). The setter is
+  // for loading a saved optimizer.
+  const LossScaleState& loss_scale_state() const { return loss_scale_; }
+  void set_loss_scale_state(float scale, int64_t step_counter);
+  // A one-time note from compile() for the R side to show (empty: none),
+  // e.g. that this CPU has no bf16 instructions and mixed_bfloat16 layers
+  // compute in float32.
+  const std::string& precision_note() const { return precision_note_; }
+
  private:
   void check_batch(const HostBatch& batch, bool targets) const;
   // Whether a checked batch carries sample weights (step.h, weight_part()).
@@ -131,6 +143,11 @@ class Model {
   bool compiled_ = false;
   bool in_flight_ = false;
   bool in_flight_train_ = false;
+  // ---- i14-mpcore ----
+  // Checks c.loss_scale, resets loss_scale_ and sets precision_note_.
+  void compile_precision(const CompileConfig& c);
+  LossScaleState loss_scale_;
+  std::string precision_note_;
 };
 
 }  // namespace mr

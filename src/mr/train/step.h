@@ -20,6 +20,7 @@
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/loss_scale.h"
 #include "train/training_state.h"
 #include "train/update.h"
 
@@ -52,6 +53,8 @@ struct CompileConfig {
   // it is empty). A frozen layer whose Layer::frozen_runs_inference() says so
   // (BatchNormalization) runs in inference mode in training steps too.
   std::vector<char> frozen;
+  // ---- i14-mpcore: dynamic loss scaling (train/loss_scale.h) ----
+  LossScaleConfig loss_scale;
 };
 
 // Where output k's sums live in the metric-sum block: its loss sum, then

@@ -1,20 +1,12 @@
 #include "nn/layers/keras_config.h"
 
 #include "core/error.h"
+#include "nn/dtype_policy.h"
 #include "nn/regularization.h"
 
 namespace mr {
 
 namespace {
-
-bool is_float32_policy(const Json& d) {
-  if (d.is_null()) return true;
-  if (d.is_string()) return d.get<std::string>() == "float32";
-  if (d.is_object() && d.contains("config") && d["config"].is_object() &&
-      d["config"].contains("name") && d["config"]["name"].is_string())
-    return d["config"]["name"].get<std::string>() == "float32";
-  return false;
-}
 
 uint64_t derive_seed(uint64_t seed, int k) {
   // splitmix64 finaliser: distinct, well-mixed seeds for the layer's parts.
@@ -38,9 +30,10 @@ ConfigReader::ConfigReader(const char* class_name, const Json& config, uint64_t 
   // (CompileConfig::frozen), as in Keras, so the R side owns the flag.
   if (const Json* t = get("trainable"))
     MR_CHECK(t->is_boolean(), value, who(), ": 'trainable' must be true or false, got ", t->dump());
-  if (const Json* d = get("dtype"))
-    MR_CHECK(is_float32_policy(*d), value, who(), ": dtype ", d->dump(),
-             " is not supported; mirrored computes in float32");
+  // The dtype policy: make_layer() keeps it on the layer (Layer::
+  // dtype_policy()); here it is only checked, so that every layer refuses a
+  // policy mirrored does not implement with the same message.
+  if (const Json* d = get("dtype")) parse_dtype_policy(*d, who());
 }
 
 std::string ConfigReader::who() const { return class_name_ + " '" + name_ + "'"; }

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "nn/dtype_policy.h"
 
 // One line per layer type: X(KerasClassName). The file nn/layers/<name>.cpp
 // defines make_layer_<KerasClassName>() with MR_REGISTER_LAYER.
@@ -72,10 +73,24 @@ constexpr LayerType kLayerTypes[] = {MR_LAYER_TYPES(MR_TABLE_ENTRY)};
 std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config,
                                   uint64_t seed) {
   for (const LayerType& t : kLayerTypes)
-    if (class_name == t.class_name) return t.make(config, seed);
+    if (class_name == t.class_name) {
+      std::unique_ptr<Layer> layer = t.make(config, seed);
+      // The factory's ConfigReader has checked "dtype" (parse_dtype_policy);
+      // InputLayer's "dtype" is its tensor's dtype, not a policy.
+      if (class_name != "InputLayer" && config.is_object() && config.contains("dtype"))
+        layer->set_dtype_policy(parse_dtype_policy(config["dtype"], class_name));
+      return layer;
+    }
   std::ostringstream known;
   for (const LayerType& t : kLayerTypes) known << (&t == kLayerTypes ? "" : ", ") << t.class_name;
   fail(ErrorKind::value, "unknown layer class '", class_name, "' (mirrored has ", known.str(), ")");
+}
+
+Json layer_config(const Layer& layer) {
+  Json c = layer.config();
+  if (c.is_object() && c.contains("dtype") && c["dtype"].is_object())
+    c["dtype"] = dtype_policy_json(layer.dtype_policy());
+  return c;
 }
 
 std::vector<std::string> layer_class_names() {

@@ -19,6 +19,14 @@ namespace mr {
 // dropout masks): the caller draws it once per layer.
 std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config, uint64_t seed);
 
+// ---- i14-mpcore ----
+// The layer's Keras config with its dtype policy: Layer::config() writes
+// the float32 policy (base_config()); this puts the layer's own policy
+// (Layer::dtype_policy()) in its place. Configs whose "dtype" is a plain
+// tensor dtype (InputLayer: "float32" under any policy, as in Keras) are
+// left as they are. What R keeps and saves.
+Json layer_config(const Layer& layer);
+
 // The Keras class names the registry knows, in registry order.
 std::vector<std::string> layer_class_names();
 
