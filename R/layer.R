@@ -162,7 +162,9 @@ names.mirrored_layer_function <- function(x) names(layer_object(x))
 new_layer <- function(class_name, config, dots, call = sys.call(-1)) {
   config <- c(list(name = dots$name %||% auto_name(to_snake_case(class_name))), config)
   if (!is.null(dots$trainable)) config$trainable <- dots$trainable
-  if (!is.null(dots$dtype)) config$dtype <- dots$dtype
+  # The given policy, else the global one (R/mixed-precision.R).
+  dtype <- layer_dtype_config(dots$dtype, call_name(call), call = call)
+  if (!is.null(dtype)) config$dtype <- dtype
   Layer$new(class_name, config, input_shape = dots$input_shape, call = call)
 }
 

@@ -160,10 +160,8 @@ layer_dots <- function(dots, call = sys.call(-1)) {
   if (!is.null(dots$name)) check_string(dots$name, "name", call = call)
   if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
   if (!is.null(dots$trainable)) check_trainable_value(dots$trainable, call = call)
-  if (!is.null(dots$dtype) && !identical(dots$dtype, "float32")) {
-    abort_value("{.arg dtype} must be \"float32\" (the only dtype mirrored computes in), not {describe(dots$dtype)}.",
-                call = call)
-  }
+  # A policy name or object (R/mixed-precision.R), kept as its name.
+  if (!is.null(dots$dtype)) dots$dtype <- check_dtype_policy(dots$dtype, call_name(call), "dtype", call = call)
   dots
 }
 

@@ -20,9 +20,17 @@ MirroredModel <- R6::R6Class("mirrored_model",
     training_state = NULL,
     # The function users hold (as_model_function(), R/model-call.R).
     fn = NULL,
+    # ---- i14-mpapi ----
+    # Keras' model.dtype_policy: the global policy when the model was made
+    # (R/mixed-precision.R); compile(auto_scale_loss =) reads it.
+    dtype_policy = "float32",
+    # Set by compile(): the core's precision note is due once (compile_core()
+    # can run twice for one compile(), when it builds the core model).
+    precision_note_due = FALSE,
     initialize = function(name) {
       self$name <- name
       self$strategy <- get_strategy()
+      self$dtype_policy <- global_dtype_policy_name()
     },
     # The core model, created on first use.
     ptr = function() {

@@ -24,7 +24,10 @@
 #'   step loop always runs in C++.
 #' @param jit_compile Recorded only: it names XLA in keras3. The step is
 #'   compiled C++ (and a CUDA graph on GPUs) either way.
-#' @param auto_scale_loss Unused.
+#' @param auto_scale_loss If `TRUE` (the default) and the model's dtype
+#'   policy is `"mixed_float16"` (see [config_set_dtype_policy()]), the
+#'   optimizer is wrapped in [optimizer_loss_scale()] (unless it is one), as
+#'   in Keras 3.
 #' @return The model, invisibly.
 #' @family training functions
 #' @seealso [fit.mirrored_model()], [evaluate.mirrored_model()]
@@ -40,7 +43,8 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
   check_dots_empty(list(...), "compile", names(formals(compile.mirrored_model)))
   if (is.null(loss)) abort_value("{.arg loss} is required: give a loss object or name.")
   check_model_strategy(object)
-  opt <- as_optimizer(optimizer)
+  # Under "mixed_float16", a LossScaleOptimizer around it (R/optimizer-loss-scale.R).
+  opt <- auto_loss_scale(object, as_optimizer(optimizer), check_bool(auto_scale_loss, "auto_scale_loss"))
   outputs <- resolve_outputs(object, loss, metrics, loss_weights, weighted_metrics)
   object$optimizer <- opt
   object$compiled_outputs <- outputs
@@ -54,6 +58,7 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
   object$loss_weights <- loss_weights
   object$jit_compile <- jit_compile
   opt$attach(object)
+  object$precision_note_due <- TRUE
   if (!is.null(object$graph())) {
     check_loss_output(object)
     compile_core(object)
@@ -67,6 +72,7 @@ compile_core <- function(model) {
   if (length(model$compiled_outputs) == 1) model$compiled_outputs[[1]]$name <- model_output_names(model)[1]
   with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model),
                               model_frozen_nodes(model)))
+  show_precision_note(model)  # R/mixed-precision.R
 }
 
 check_loss_output <- function(model, call = sys.call(-1)) {

@@ -3,6 +3,7 @@
 # {module, class_name, config}, and back.
 
 optimizer_keras_config <- function(opt) {
+  if (inherits(opt, "mirrored_loss_scale_optimizer")) return(loss_scale_keras_config(opt))  # i14-mpapi
   c <- opt$config
   cm <- c$common %||% list()
   wd <- c$weight_decay %||% 0
@@ -37,6 +38,7 @@ optimizer_from_keras <- function(x, what) {
   if (is.character(x)) return(as_optimizer(x))
   cls <- cfg_get(x, "class_name", "")
   cfg <- cfg_get(x, "config", list())
+  if (identical(cls, "LossScaleOptimizer")) return(loss_scale_from_keras(cfg, what))  # i14-mpapi
   check_null_options(cfg, "loss_scale_factor", cls, what)
   lr <- cfg_get(cfg, "learning_rate")
   if (is.list(lr)) {

@@ -11,10 +11,7 @@
 
 keras_version_written <- "3.15.1"
 
-dtype_policy_config <- function() {
-  list(module = "keras", class_name = "DTypePolicy", config = list(name = "float32"),
-       registered_name = NULL)
-}
+dtype_policy_config <- function(name = "float32") dtype_policy_keras_config(name)
 
 # [null, d1, d2, ...] for a per-sample shape.
 batch_shape_json <- function(shape) c(list(NULL), as.list(as.integer(shape)))
@@ -109,7 +106,11 @@ compile_keras_config <- function(model) {
     weighted <- if (any(is_w)) lapply(ms[is_w], metric_keras_config)
     weights <- if (!is.null(model$loss_weights)) outs[[1]]$weight
   }
-  list(optimizer = optimizer_keras_config(model$optimizer), loss = loss,
+  # Keras records the optimizer given to compile(), not the one
+  # auto_scale_loss wrapped it in.
+  opt <- model$optimizer
+  if (isTRUE(opt$auto)) opt <- opt$inner_optimizer
+  list(optimizer = optimizer_keras_config(opt), loss = loss,
        loss_weights = weights, metrics = metrics, weighted_metrics = weighted, run_eagerly = FALSE,
        steps_per_execution = 1L, jit_compile = FALSE)
 }
@@ -118,7 +119,7 @@ compile_keras_config <- function(model) {
 model_inner_config <- function(model) {
   g <- model$graph()
   if (inherits(model, "mirrored_sequential")) {
-    cfg <- list(name = model$name, trainable = isTRUE(model$trainable), dtype = dtype_policy_config())
+    cfg <- list(name = model$name, trainable = isTRUE(model$trainable), dtype = dtype_policy_config(model$dtype_policy))
     if (is.null(g)) {
       cfg$layers <- lapply(model$layers, function(l) {
         if (inherits(l, "mirrored_model")) return(nested_model_entry(l, FALSE))
@@ -265,6 +266,7 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
     }
     model <- keras_model_sequential(input_shape = shape, name = name, input_name = input_name)
     for (e in rest) model$add(layer_from_keras(e, custom_objects, what))
+    model$dtype_policy <- model_policy_from_keras(cfg, model$dtype_policy, what)
     return(set_loaded_trainable(model, cfg))
   }
   if (!identical(cls, "Functional") && !identical(cls, "Model")) {

@@ -42,7 +42,8 @@ training_state_record <- function(model, epoch = NULL, step = 0L) {
        data_seed = if (!is.null(st$data_seed)) as.numeric(st$data_seed),
        optimizer = if (!is.null(opt)) {
          list(class_name = opt$class_name, name = opt$name, config = opt$config,
-              learning_rate = as.numeric(opt$learning_rate))
+              learning_rate = as.numeric(opt$learning_rate),
+              loss_scale = loss_scale_record(opt))  # i14-mpapi
        })
 }
 
@@ -84,6 +85,7 @@ note_epoch_done <- function(model, epoch) {
 
 set_pending_resume <- function(model, rec, from_backup = FALSE) {
   if (is.null(rec) || !identical(rec$format, "mirrored.training_state")) return(invisible())
+  restore_loss_scale(model, rec$optimizer$loss_scale)  # i14-mpapi
   st <- training_state(model)
   st$pending <- list(epoch = as.integer(rec$epoch %||% 0L), step = as.integer(rec$step %||% 0L),
                      data_seed = rec$data_seed, from_backup = from_backup)
@@ -472,12 +474,12 @@ read_weights_file <- function(model, path) {
 #' Configuration of a model or layer
 #'
 #' `get_config()` returns the Keras config of a model (`name`, `layers`,
-#' ...) or of a layer as an R list, with the class recorded in the attribute
+#' ...), of a layer or of an optimizer as an R list, with the class recorded in the attribute
 #' `"__class__"`; `from_config()` builds a new, independent object from it
 #' (fresh weights). The lists are what `config.json` of a `.keras` file
 #' holds.
 #'
-#' @param object A model or a layer.
+#' @param object A model, a layer or an optimizer.
 #' @param config A list from `get_config()` (or a full serialized config with
 #'   `class_name` and `config`).
 #' @param custom_objects See [load_model()].
@@ -501,7 +503,13 @@ get_config <- function(object) {
     attr(cfg, "__class__") <- object$class_name
     return(cfg)
   }
-  abort_value("{.arg object} must be a model or a layer, not {describe(object)}.")
+  if (inherits(object, "mirrored_optimizer")) {  # i14-mpapi: Keras' optimizer.get_config()
+    k <- optimizer_keras_config(object)
+    cfg <- k$config
+    attr(cfg, "__class__") <- k$class_name
+    return(cfg)
+  }
+  abort_value("{.arg object} must be a model, a layer or an optimizer, not {describe(object)}.")
 }
 
 #' @rdname get_config
