@@ -21,7 +21,12 @@ mirrored reaches (max abs difference <= 1e-5).
 Then a model with frozen layers round-trips both ways with its trainable
 flags and the optimizer variables of its trainable variables only.
 A model compiled with every loss of issue 13 must load in Keras 3 with
-each loss's class and arguments. Exit status 0 when every check passes.
+each loss's class and arguments. Mixed precision (issue 14): a
+mixed_bfloat16 model and a mixed_float16 model with a LossScaleOptimizer,
+trained and saved by mirrored, load in Keras 3 with the same layer policies,
+optimizer and loss-scale settings and predict the same within bf16 / f16
+tolerance; a mixed_bfloat16 model saved by Keras loads in mirrored with its
+policies and predicts what Keras predicts. Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
 """
@@ -291,6 +296,7 @@ def main():
     check_frozen_model(keras, np)
     check_losses(keras)
     check_metrics(keras, np)
+    check_mixed_precision(keras, np)
 
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
@@ -608,6 +614,91 @@ def check_metrics(keras, np):
         diff = abs(float(np.asarray(want_k[key])) - theirs[key])
         check(diff <= 1e-5 * max(1.0, abs(theirs[key])), f"keras_metrics: {key} Keras "
               f"{float(want_k[key]):.7g} mirrored {theirs[key]:.7g}")
+
+
+R_MIXED = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+set_random_seed(4)
+x <- as.matrix(read.csv(file.path(out, "x.csv"), header = FALSE))
+y <- as.integer(read.csv(file.path(out, "y.csv"), header = FALSE)[[1]])
+for (policy in c("mixed_bfloat16", "mixed_float16")) {
+  config_set_dtype_policy(policy)
+  inp <- keras_input(shape = ncol(x))
+  h <- inp |> layer_dense(32, activation = "relu") |> layer_dense(16, activation = "relu")
+  m <- keras_model(inp, h |> layer_dense(4, dtype = "float32"))
+  config_set_dtype_policy("float32")
+  opt <- if (policy == "mixed_float16") optimizer_loss_scale(optimizer_adam(0.01), initial_scale = 1024,
+                                                             dynamic_growth_steps = 7) else optimizer_adam(0.01)
+  suppressMessages(m |> compile(optimizer = opt,
+                                loss = loss_sparse_categorical_crossentropy(from_logits = TRUE)))
+  suppressMessages(fit(m, x, y, epochs = 2, batch_size = 16, verbose = 0))
+  save_model(m, file.path(out, paste0(policy, ".keras")))
+  write.table(predict(m, x, verbose = 0), file.path(out, paste0(policy, "_pred.csv")), sep = ",",
+              row.names = FALSE, col.names = FALSE)
+  if (policy == "mixed_float16") {
+    writeLines(format(c(m$optimizer$dynamic_scale, m$optimizer$step_counter, m$optimizer$iterations),
+                      digits = 15), file.path(out, "loss_scale.txt"))
+  }
+}
+k <- suppressMessages(load_model(file.path(out, "keras_bf16.keras")))
+dense <- Filter(function(l) identical(l$class_name, "Dense"), k$layers)
+writeLines(vapply(dense, function(l) l$config$dtype$config$name, ""), file.path(out, "keras_bf16_policies.txt"))
+write.table(predict(k, x, verbose = 0), file.path(out, "keras_bf16_pred.csv"), sep = ",",
+            row.names = FALSE, col.names = FALSE)
+"""
+
+
+def check_mixed_precision(keras, np):
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-mixed-")
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((64, 6)).astype("float32")
+    y = rng.integers(0, 4, 64)
+    np.savetxt(os.path.join(tmp, "x.csv"), x, delimiter=",", fmt="%.9g")
+    np.savetxt(os.path.join(tmp, "y.csv"), y, fmt="%d")
+    # Keras' side: a mixed_bfloat16 model saved by Keras, for mirrored to load.
+    old = keras.config.dtype_policy()
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    inp = keras.Input((6,))
+    h = keras.layers.Dense(16, activation="relu")(inp)
+    km = keras.Model(inp, keras.layers.Dense(4, dtype="float32")(h))
+    keras.config.set_dtype_policy(old)
+    km.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    km.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    km.save(os.path.join(tmp, "keras_bf16.keras"))
+    want_k = np.asarray(km.predict(x, verbose=0), dtype="float32")
+    rfile = os.path.join(tmp, "make.R")
+    with open(rfile, "w") as f:
+        f.write(R_MIXED)
+    subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
+    for policy, tol in [("mixed_bfloat16", 3e-2), ("mixed_float16", 5e-3)]:
+        ours = np.loadtxt(os.path.join(tmp, policy + "_pred.csv"), delimiter=",", dtype="float32")
+        try:
+            model = keras.saving.load_model(os.path.join(tmp, policy + ".keras"))
+        except Exception as e:  # noqa: BLE001 - any failure to load is the finding
+            check(False, f"{policy}: keras.saving.load_model() failed: {type(e).__name__}: {str(e)[:300]}")
+            continue
+        dense = [layer for layer in model.layers if isinstance(layer, keras.layers.Dense)]
+        got = [layer.dtype_policy.name for layer in dense]
+        check(got == [policy, policy, "float32"], f"{policy}: Keras reads the Dense policies {got}")
+        pred = np.asarray(model.predict(x, verbose=0), dtype="float32")
+        diff = float(np.max(np.abs(pred - ours)) / max(1.0, float(np.max(np.abs(ours)))))
+        check(diff <= tol, f"{policy}: Keras' predictions match mirrored's within {tol} (relative {diff:.2e})")
+        if policy == "mixed_float16":
+            opt = model.optimizer
+            check(type(opt).__name__ == "LossScaleOptimizer", f"{policy}: Keras' optimizer {type(opt).__name__}")
+            if type(opt).__name__ == "LossScaleOptimizer":
+                check(float(opt.initial_scale) == 1024.0 and int(opt.dynamic_growth_steps) == 7,
+                      f"{policy}: initial_scale {opt.initial_scale}, dynamic_growth_steps {opt.dynamic_growth_steps}")
+                check(type(opt.inner_optimizer).__name__ == "Adam",
+                      f"{policy}: inner optimizer {type(opt.inner_optimizer).__name__}")
+    policies = open(os.path.join(tmp, "keras_bf16_policies.txt")).read().split()
+    check(policies == ["mixed_bfloat16", "float32"], f"keras_bf16: mirrored reads the Dense policies {policies}")
+    theirs = np.loadtxt(os.path.join(tmp, "keras_bf16_pred.csv"), delimiter=",", dtype="float32")
+    diff = float(np.max(np.abs(theirs - want_k)) / max(1.0, float(np.max(np.abs(want_k)))))
+    check(diff <= 3e-2, f"keras_bf16: mirrored's predictions match Keras' within 3e-2 (relative {diff:.2e})")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 # Leaves at most 3 files under $OUT (or /tmp/gpu-out): summary.txt (the lines
 # printed below), logs.tar.xz (every log and result: meta-smi.txt, meta.txt,
 # cxx.log, cxx.xml, r.log, mlp_gpu_*.jsonl, allreduce_gpu.txt, cnn_gpu.md,
-# cnn_gpu-runs.jsonl, bench.err) and
+# cnn_gpu-runs.jsonl, mixed_precision_gpu.md, mixed_precision_gpu-runs.jsonl,
+# bench.err) and
 # nothing else. Steps:
 #   1. nvidia-smi and the topology;
 #   2. the C++ suite with MIRRORED_TEST_CUDA=1 (a skip for want of a GPU is a
@@ -15,7 +16,9 @@
 #   3. the R suite and the vignette's code block, on the GPU;
 #   4. bench/mlp_gpu (mirrored and PyTorch eager / CUDA graph, 5 runs each),
 #      bench/allreduce_gpu and bench/cnn_gpu (the MNIST convnet, 3 runs each,
-#      its section in cnn_gpu.md).
+#      its section in cnn_gpu.md), and bench/mixed_precision --device gpu (the MLP
+#      and the convnet in float32, mixed_bfloat16 and mixed_float16 against
+#      PyTorch autocast; its section in mixed_precision_gpu.md).
 # Record the run in docs/gpu-runs.md; unpack logs.tar.xz into DIR, then
 # `python3 bench/mlp_gpu/run.py --from DIR` writes BENCHMARKS.md's section.
 set -uo pipefail
@@ -63,6 +66,12 @@ status=0
     python3 bench/cnn_gpu/run.py --n 3 --output "$logs/cnn_gpu.md" --raw "$logs/cnn_gpu-runs.jsonl" \
     --mirrored-cmd "$G/r/R --vanilla -q -f bench/cnn_cpu/mirrored.R --args" \
     2>>"$logs/bench.err" | tail -n 8 || status=1
+  echo "== bench/mixed_precision (2 runs; float32, mixed_bfloat16, mixed_float16) =="
+  MIRRORED_DATASETS_DIR="$G/r/site-library/mirrored/extdata/mnist" \
+    python3 bench/mixed_precision/run.py --device gpu --n 2 --output "$logs/mixed_precision_gpu.md" \
+    --raw "$logs/mixed_precision_gpu-runs.jsonl" \
+    --mirrored-cmd "$G/r/R --vanilla -q -f bench/mixed_precision/mirrored.R --args" \
+    2>>"$logs/bench.err" | tail -n 12 || status=1
   echo "gpu-check: status $status"
 } 2>&1 | tee "$OUT/summary.txt"
 # The block runs in the pipe's subshell, so its status is read from the summary.
