@@ -18,7 +18,9 @@
 #'   or `NULL`.
 #' @param kernel_constraint,bias_constraint Constraints of the kernel and the
 #'   bias (see [constraint_maxnorm()]), or `NULL`.
-#' @param ... `name` (a string) and, for the first layer of a sequential
+#' @param ... `name` (a string), `dtype` (a dtype policy: `"float32"`,
+#'   `"mixed_bfloat16"` or `"mixed_float16"`; default the global one, see
+#'   [config_set_dtype_policy()]) and, for the first layer of a sequential
 #'   model, `input_shape`.
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers

@@ -179,3 +179,22 @@ test_that("save and load keep the policies and the loss scale's state", {
   expect_identical(loaded$optimizer$step_counter, counter)
   expect_equal(predict(loaded, x, verbose = 0), predict(model, x, verbose = 0))
 })
+
+test_that("a mixed_float16 model saved by Keras 3 loads with its policies and predicts the same", {
+  dir <- test_path("fixtures", "mixed")  # tools/make-keras-fixtures-mixed.py
+  x <- as.matrix(utils::read.csv(file.path(dir, "x.csv"), header = FALSE))
+  want <- as.matrix(utils::read.csv(file.path(dir, "keras_f16_pred.csv"), header = FALSE))
+  # Keras saves its LossScaleOptimizer's own variables (step_counter,
+  # dynamic_scale) before Adam's: mirrored's weights reader does not know
+  # that layout yet, warns and starts the optimizer fresh.
+  model <- suppressWarnings(suppressMessages(load_model(file.path(dir, "keras_f16.keras"))))
+  expect_identical(model$dtype_policy, "mixed_float16")
+  expect_identical(vapply(model$layers, policy_of, ""), c("mixed_float16", "float32"))
+  # compile_config holds Adam; auto_scale_loss wraps it again, as in Keras.
+  expect_s3_class(model$optimizer, "mirrored_loss_scale_optimizer")
+  expect_identical(model$optimizer$inner_optimizer$class_name, "Adam")
+  got <- predict(model, x, verbose = 0)
+  dimnames(want) <- NULL
+  # Keras computed in float16: about 3 significant digits.
+  expect_lt(max(abs(got - want)) / max(abs(want)), 1e-2)
+})
