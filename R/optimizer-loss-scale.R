@@ -167,22 +167,3 @@ loss_scale_from_keras <- function(cfg, what) {
                                 name = cfg_get(cfg, "name")),
            mirrored_value_error = function(e) abort_config(what, conditionMessage(e)))
 }
-
-# The loss scale's state as saved in mirrored.json (NULL for other
-# optimizers): Keras' dynamic_scale and step_counter.
-loss_scale_record <- function(opt) {
-  if (!inherits(opt, "mirrored_loss_scale_optimizer")) return(NULL)
-  s <- loss_scale_state(opt)
-  list(dynamic_scale = as.numeric(s$scale), step_counter = as.numeric(s$step_counter))
-}
-
-# Sets a loaded model's loss scale from a saved record (when both have one).
-restore_loss_scale <- function(model, rec) {
-  if (is.null(rec) || !inherits(model$optimizer, "mirrored_loss_scale_optimizer")) return(invisible())
-  ok <- is.numeric(rec$dynamic_scale) && length(rec$dynamic_scale) == 1 && is.finite(rec$dynamic_scale) &&
-    rec$dynamic_scale > 0 && is.numeric(rec$step_counter) && length(rec$step_counter) == 1 &&
-    is.finite(rec$step_counter) && rec$step_counter >= 0
-  if (!ok) return(invisible())
-  with_core(cpp_model_set_loss_scale_state(model$ptr(), rec$dynamic_scale, rec$step_counter), call = NULL)
-  invisible()
-}

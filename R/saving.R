@@ -42,8 +42,7 @@ training_state_record <- function(model, epoch = NULL, step = 0L) {
        data_seed = if (!is.null(st$data_seed)) as.numeric(st$data_seed),
        optimizer = if (!is.null(opt)) {
          list(class_name = opt$class_name, name = opt$name, config = opt$config,
-              learning_rate = as.numeric(opt$learning_rate),
-              loss_scale = loss_scale_record(opt))  # i14-mpapi
+              learning_rate = as.numeric(opt$learning_rate))
        })
 }
 
@@ -85,7 +84,6 @@ note_epoch_done <- function(model, epoch) {
 
 set_pending_resume <- function(model, rec, from_backup = FALSE) {
   if (is.null(rec) || !identical(rec$format, "mirrored.training_state")) return(invisible())
-  restore_loss_scale(model, rec$optimizer$loss_scale)  # i14-mpapi
   st <- training_state(model)
   st$pending <- list(epoch = as.integer(rec$epoch %||% 0L), step = as.integer(rec$step %||% 0L),
                      data_seed = rec$data_seed, from_backup = from_backup)
@@ -137,7 +135,8 @@ weights_layout <- function(model) {
   if (is.null(g)) abort_value("Model {.val {model$name}} is not built yet (no input shape): it has no weights to save or load.")
   out <- weights_groups(g, inherits(model, "mirrored_sequential"), "", g, graph_shares(g))
   list(model_name = model$name, groups = out$groups, names = out$names, nodes = as.integer(out$nodes),
-       optimizer = !is.null(model$optimizer), optimizer_name = model$optimizer$name %||% "")
+       optimizer = !is.null(model$optimizer), optimizer_name = model$optimizer$name %||% "",
+       inner_optimizer_name = model$optimizer$inner_optimizer$name %||% "")  # i14-mpapi
 }
 
 # The groups of graph `g` (the model's own graph, or a nested model's) under

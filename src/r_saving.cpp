@@ -10,10 +10,10 @@
 
 #include "io/file_util.h"
 #include "io/keras_weights.h"
-#include "train/model_weights.h"
 #include "io/zip_archive.h"
 #include "r_glue.h"
 #include "train/model.h"
+#include "train/model_weights.h"
 
 using mr_glue::guarded;
 using mr_glue::json_from_r;
@@ -34,6 +34,8 @@ mr::KerasWeightsLayout to_layout(const Rcpp::List& l) {
   out.model_name = Rcpp::as<std::string>(l["model_name"]);
   out.optimizer_name = Rcpp::as<std::string>(l["optimizer_name"]);
   out.optimizer = Rcpp::as<bool>(l["optimizer"]);
+  if (l.containsElementNamed("inner_optimizer_name"))  // i14-mpapi: a LossScaleOptimizer's
+    out.inner_optimizer_name = Rcpp::as<std::string>(l["inner_optimizer_name"]);
   const Rcpp::CharacterVector groups = l["groups"];
   const Rcpp::CharacterVector names = l["names"];
   const Rcpp::IntegerVector nodes = l["nodes"];

@@ -24,7 +24,8 @@ A model compiled with every loss of issue 13 must load in Keras 3 with
 each loss's class and arguments. Mixed precision (issue 14): a
 mixed_bfloat16 model and a mixed_float16 model with a LossScaleOptimizer,
 trained and saved by mirrored, load in Keras 3 with the same layer policies,
-optimizer and loss-scale settings and predict the same within bf16 / f16
+optimizer, loss-scale settings and state (dynamic_scale, step_counter,
+iterations) and predict the same within bf16 / f16
 tolerance; a mixed_bfloat16 model saved by Keras loads in mirrored with its
 policies and predicts what Keras predicts. Exit status 0 when every check passes.
 
@@ -694,6 +695,13 @@ def check_mixed_precision(keras, np):
                       f"{policy}: initial_scale {opt.initial_scale}, dynamic_growth_steps {opt.dynamic_growth_steps}")
                 check(type(opt.inner_optimizer).__name__ == "Adam",
                       f"{policy}: inner optimizer {type(opt.inner_optimizer).__name__}")
+                # The optimizer's variables in Keras' layout for a LossScaleOptimizer.
+                scale, counter, iters = [float(v) for v in open(os.path.join(tmp, "loss_scale.txt")).read().split()]
+                ks, kc = float(np.asarray(opt.dynamic_scale)), float(np.asarray(opt.step_counter))
+                check((ks, kc) == (scale, counter), f"{policy}: Keras' dynamic_scale / step_counter {ks} / {kc},"
+                      f" mirrored's {scale} / {counter}")
+                ki = int(np.asarray(opt.iterations))
+                check(ki == int(iters), f"{policy}: iterations Keras {ki}, mirrored {int(iters)}")
     policies = open(os.path.join(tmp, "keras_bf16_policies.txt")).read().split()
     check(policies == ["mixed_bfloat16", "float32"], f"keras_bf16: mirrored reads the Dense policies {policies}")
     theirs = np.loadtxt(os.path.join(tmp, "keras_bf16_pred.csv"), delimiter=",", dtype="float32")

@@ -184,15 +184,16 @@ test_that("a mixed_float16 model saved by Keras 3 loads with its policies and pr
   dir <- test_path("fixtures", "mixed")  # tools/make-keras-fixtures-mixed.py
   x <- as.matrix(utils::read.csv(file.path(dir, "x.csv"), header = FALSE))
   want <- as.matrix(utils::read.csv(file.path(dir, "keras_f16_pred.csv"), header = FALSE))
-  # Keras saves its LossScaleOptimizer's own variables (step_counter,
-  # dynamic_scale) before Adam's: mirrored's weights reader does not know
-  # that layout yet, warns and starts the optimizer fresh.
-  model <- suppressWarnings(suppressMessages(load_model(file.path(dir, "keras_f16.keras"))))
+  state <- scan(file.path(dir, "keras_f16_state.txt"), quiet = TRUE)  # dynamic_scale, step_counter, iterations
+  model <- suppressMessages(load_model(file.path(dir, "keras_f16.keras")))
   expect_identical(model$dtype_policy, "mixed_float16")
   expect_identical(vapply(model$layers, policy_of, ""), c("mixed_float16", "float32"))
   # compile_config holds Adam; auto_scale_loss wraps it again, as in Keras.
   expect_s3_class(model$optimizer, "mirrored_loss_scale_optimizer")
   expect_identical(model$optimizer$inner_optimizer$class_name, "Adam")
+  # The optimizer's variables, read in Keras' layout for a LossScaleOptimizer.
+  expect_identical(c(model$optimizer$dynamic_scale, model$optimizer$step_counter,
+                     model$optimizer$iterations), state)
   got <- predict(model, x, verbose = 0)
   dimnames(want) <- NULL
   # Keras computed in float16: about 3 significant digits.

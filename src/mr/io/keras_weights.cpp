@@ -1,5 +1,6 @@
 #include "io/keras_weights.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
@@ -20,15 +21,29 @@ Bytes write_weights_h5(const KerasWeightsFile& file,
     for (const HostTensor& t : l.vars)
       w.dataset_f32(vars + "/" + std::to_string(i++), t.shape.dims(), t.values.data());
   }
+  // The inner optimizer's variables from index `i` of group `vars`.
+  const auto optimizer_vars = [&](const std::string& vars, int i) {
+    w.scalar_i64(vars + "/" + std::to_string(i++), file.iterations);
+    if (file.has_learning_rate)
+      w.scalar_f32(vars + "/" + std::to_string(i++), static_cast<float>(file.learning_rate));
+    for (const HostTensor& t : file.optimizer_vars)
+      w.dataset_f32(vars + "/" + std::to_string(i++), t.shape.dims(), t.values.data());
+  };
   if (file.has_optimizer) {
     w.group("optimizer/vars");
     w.attr_string("optimizer/vars", "name", file.optimizer_name);
-    w.scalar_i64("optimizer/vars/0", file.iterations);
-    int i = 1;
-    if (file.has_learning_rate)
-      w.scalar_f32("optimizer/vars/" + std::to_string(i++), static_cast<float>(file.learning_rate));
-    for (const HostTensor& t : file.optimizer_vars)
-      w.dataset_f32("optimizer/vars/" + std::to_string(i++), t.shape.dims(), t.values.data());
+    if (file.loss_scale) {
+      w.scalar_i64("optimizer/vars/0", 0);
+      w.scalar_f32("optimizer/vars/1", 0.0f);
+      w.scalar_i64("optimizer/vars/2", file.step_counter);
+      w.scalar_f32("optimizer/vars/3", file.dynamic_scale);
+      optimizer_vars("optimizer/vars", 4);
+      w.group("optimizer/inner_optimizer/vars");
+      w.attr_string("optimizer/inner_optimizer/vars", "name", file.inner_optimizer_name);
+      optimizer_vars("optimizer/inner_optimizer/vars", 0);
+    } else {
+      optimizer_vars("optimizer/vars", 0);
+    }
   }
   w.group("vars");
   w.attr_string("vars", "name", file.model_name);
@@ -113,20 +128,32 @@ KerasWeightsRead read_weights_h5(const Bytes& image, const std::string& what,
   }
   if (expect.optimizer && r.is_group("optimizer/vars")) {
     const int have = count_vars(r, "optimizer/vars");
-    // The iteration, the learning rate unless it is a schedule, the slots.
-    const int base = expect.learning_rate_var ? 2 : 1;
+    // A LossScaleOptimizer's own 4 variables, then the inner optimizer's:
+    // the iteration, the learning rate unless it is a schedule, the slots.
+    const int own = expect.loss_scale ? 4 : 0;
+    const int base = own + (expect.learning_rate_var ? 2 : 1);
     const int full = static_cast<int>(expect.optimizer_shapes.size()) + base;
+    const auto var = [](int i) { return "optimizer/vars/" + std::to_string(i); };
     if (have == full || have == base) {
       out.file.has_optimizer = true;
-      out.file.iterations = r.read_scalar_i64("optimizer/vars/0");
+      out.file.iterations = r.read_scalar_i64(var(own));
       if (out.file.iterations < 0)
         fail(ErrorKind::io, what, ": negative optimizer iteration count");
       out.file.has_learning_rate = expect.learning_rate_var;
-      if (expect.learning_rate_var) out.file.learning_rate = r.read_scalar("optimizer/vars/1");
+      if (expect.learning_rate_var) out.file.learning_rate = r.read_scalar(var(own + 1));
+      if (expect.loss_scale) {
+        out.file.loss_scale = true;
+        out.file.step_counter = r.read_scalar_i64(var(2));
+        out.file.dynamic_scale = static_cast<float>(r.read_scalar(var(3)));
+        if (out.file.step_counter < 0 || !(out.file.dynamic_scale > 0) ||
+            !std::isfinite(out.file.dynamic_scale))
+          fail(ErrorKind::io, what, ": the loss scale optimizer's step_counter ",
+               out.file.step_counter, " or dynamic_scale ", out.file.dynamic_scale,
+               " is out of range");
+      }
       for (int i = base; have > base && i < have; ++i) {
         const Shape& s = expect.optimizer_shapes[static_cast<size_t>(i - base)];
-        out.file.optimizer_vars.push_back(
-            {s, r.read_f32("optimizer/vars/" + std::to_string(i), s.dims())});
+        out.file.optimizer_vars.push_back({s, r.read_f32(var(i), s.dims())});
       }
       out.optimizer = have == base ? "partial" : "loaded";
     } else {

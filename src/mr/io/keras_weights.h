@@ -9,6 +9,15 @@
 //   /optimizer/vars/1              learning_rate (float32 scalar), absent when
 //                                  the learning rate is a schedule
 //   /optimizer/vars/2...           the optimizer's variables, in Keras' order
+//
+// A LossScaleOptimizer (Keras 3's layout; i14-mpapi) prefixes its own
+// variables and nests the inner optimizer's:
+//   /optimizer/vars/0, 1           its own iteration (int64, 0) and learning
+//                                  rate (float32, 0): Keras' BaseOptimizer's
+//   /optimizer/vars/2, 3           step_counter (int64), dynamic_scale (float32)
+//   /optimizer/vars/4...           the inner optimizer's, as above
+//   /optimizer/inner_optimizer/vars/<i>  the inner optimizer's again (Keras
+//                                  reads both groups)
 #pragma once
 
 #include <cstdint>
@@ -40,6 +49,11 @@ struct KerasWeightsFile {
   double learning_rate = 0;
   bool has_learning_rate = true;           // false: a schedule (Keras writes no variable)
   std::vector<HostTensor> optimizer_vars;  // after the iteration and the learning rate
+  // ---- i14-mpapi: a LossScaleOptimizer around the optimizer above ----
+  bool loss_scale = false;
+  std::string inner_optimizer_name;  // the inner optimizer's vars attribute
+  int64_t step_counter = 0;
+  float dynamic_scale = 0;
 };
 
 // The file's bytes; `root_attrs` become string attributes of "/" (mirrored
@@ -59,6 +73,7 @@ struct KerasWeightsExpect {
   bool optimizer = false;
   bool learning_rate_var = true;  // false: the optimizer's learning rate is a schedule
   std::vector<Shape> optimizer_shapes;
+  bool loss_scale = false;  // i14-mpapi: a LossScaleOptimizer's layout
 };
 
 // Reads and checks the file against `expect`: layers with variables must

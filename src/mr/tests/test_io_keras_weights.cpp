@@ -246,5 +246,51 @@ TEST(KerasWeights, NestedModelGroupsRoundTripAndAreCheckedAtEachLevel) {
   EXPECT_NE(msg2.find("layers/"), std::string::npos) << msg2;
 }
 
+// ---- i14-mpapi ----
+// A LossScaleOptimizer's variables in Keras 3's layout: its own iteration and
+// learning rate (both 0), step_counter and dynamic_scale, then the inner
+// optimizer's, which Keras also reads from optimizer/inner_optimizer/vars.
+TEST(KerasWeights, LossScaleOptimizerLayoutMatchesKerasAndRoundTrips) {
+  CompileConfig c = config(OptimizerConfig::Kind::adam);
+  c.loss_scale.dynamic = true;
+  c.loss_scale.initial_scale = 1024;
+  c.loss_scale.dynamic_growth_steps = 7;
+  KerasWeightsLayout l = layout();
+  l.optimizer_name = "loss_scale_optimizer";
+  l.inner_optimizer_name = "adam";
+  Model a(mlp(3, 5, 3, 1), {DeviceSpec{}}, 1);
+  a.compile(c);
+  a.set_loss_scale_state(256.0f, 3);
+  const Bytes img = write_keras_weights(a, l, {}, "a");
+  H5Reader r(img, "a");
+  EXPECT_EQ(r.children("optimizer/vars").size(), 4u + 2u + 2u * 4u);
+  EXPECT_EQ(r.read_scalar_i64("optimizer/vars/0"), 0);
+  EXPECT_EQ(r.read_scalar("optimizer/vars/1"), 0.0);
+  EXPECT_EQ(r.read_scalar_i64("optimizer/vars/2"), 3);
+  EXPECT_EQ(r.read_scalar("optimizer/vars/3"), 256.0);
+  EXPECT_EQ(r.read_scalar("optimizer/vars/5"), static_cast<double>(0.01f));
+  EXPECT_EQ(r.children("optimizer/inner_optimizer/vars").size(), 2u + 2u * 4u);
+  EXPECT_EQ(r.dims("optimizer/inner_optimizer/vars/2"), (std::vector<int64_t>{3, 5}));
+  bool found = false;
+  EXPECT_EQ(r.attr_string("optimizer/vars", "name", &found), "loss_scale_optimizer");
+  EXPECT_EQ(r.attr_string("optimizer/inner_optimizer/vars", "name", &found), "adam");
+  EXPECT_TRUE(found);
+
+  Model b(mlp(3, 5, 3, 99), {DeviceSpec{}}, 1);
+  b.compile(c);
+  EXPECT_EQ(read_keras_weights(b, l, img, "a", true).optimizer, "loaded");
+  EXPECT_EQ(b.loss_scale_state().scale, 256.0f);
+  EXPECT_EQ(b.loss_scale_state().step_counter, 3);
+  EXPECT_EQ(a.get_params(), b.get_params());
+  for (int k = 0; k < slot_count(a.config().optimizer); ++k)
+    EXPECT_EQ(a.get_slot(k), b.get_slot(k));
+
+  // Without a loss scale optimizer the file's optimizer does not fit.
+  Model p(mlp(3, 5, 3, 99), {DeviceSpec{}}, 1);
+  p.compile(config(OptimizerConfig::Kind::adam));
+  EXPECT_EQ(read_keras_weights(p, layout(), img, "a", true).optimizer, "mismatch");
+  EXPECT_EQ(a.get_params(), p.get_params());
+}
+
 }  // namespace
 }  // namespace mr

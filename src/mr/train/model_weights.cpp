@@ -74,6 +74,12 @@ Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
     file.iterations = model.iterations();
     file.learning_rate = oc.learning_rate;
     file.has_learning_rate = oc.schedule.kind == LrSchedule::Kind::constant;
+    if (model.config().loss_scale.dynamic) {  // i14-mpapi: Keras' LossScaleOptimizer
+      file.loss_scale = true;
+      file.inner_optimizer_name = layout.inner_optimizer_name;
+      file.step_counter = model.loss_scale_state().step_counter;
+      file.dynamic_scale = model.loss_scale_state().scale;
+    }
     std::vector<std::vector<float>> slots;
     for (int k = 0; k < slot_count(oc); ++k)
       slots.push_back(k == model.accumulator_slot() ? model.get_accumulator()
@@ -113,6 +119,7 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
     order = keras_slot_order(model.config().optimizer, static_cast<int>(params.size()),
                              model.config().trainable);
     expect.learning_rate_var = model.config().optimizer.schedule.kind == LrSchedule::Kind::constant;
+    expect.loss_scale = model.config().loss_scale.dynamic;  // i14-mpapi
     for (const auto& kp : order)
       expect.optimizer_shapes.push_back(kp.first == kNadamUProduct
                                             ? Shape(std::vector<int64_t>{})
@@ -164,6 +171,8 @@ KerasWeightsResult read_keras_weights(Model& model, const KerasWeightsLayout& la
         model.set_slot(static_cast<int>(k), slots[k]);
     }
     model.set_iterations(res.iterations);
+    if (read.file.loss_scale)  // i14-mpapi
+      model.set_loss_scale_state(read.file.dynamic_scale, read.file.step_counter);
   }
   return res;
 }

@@ -27,6 +27,11 @@ struct KerasWeightsLayout {
   std::vector<Layer> layers;
   std::string optimizer_name;  // the optimizer/vars attribute
   bool optimizer = true;       // write/read the optimizer group (compiled models)
+  // ---- i14-mpapi ----
+  // The inner optimizer's name when the model's optimizer is a
+  // LossScaleOptimizer (CompileConfig::loss_scale.dynamic): its variables
+  // are written and read in Keras' layout for one (io/keras_weights.h).
+  std::string inner_optimizer_name;
 };
 
 // Keras' order of the optimizer's slot variables as (slot, parameter) pairs
