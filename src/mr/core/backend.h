@@ -524,6 +524,15 @@ class Backend {
   // bf16; CUDA: tensor cores). Where it says no, layers under a mixed policy
   // compute in f32 and compile() says so once (Model::precision_note()).
   virtual bool native_lowp(DType /*t*/) const { return false; }
+  // Dynamic loss scaling (train/loss_scale.h). *flag = 1 when any of
+  // x[0, n) is Inf or NaN, else *flag is left as it is (calls over several
+  // ranges OR together); flag is one float on this device (the step block's
+  // StepScalars::skip). Deterministic; no host sync.
+  virtual void nonfinite_flag(int64_t n, const float* x, float* flag) = 0;
+  // g[i] = g[i] / s->loss_scale (Keras' LossScaleOptimizer divides by the
+  // scale). Runs whatever s->skip says: a skipped step's gradients are not
+  // read again.
+  virtual void unscale_gradients(int64_t n, float* g, const StepScalars* s) = 0;
 
  private:
   WaitLimits limits_;

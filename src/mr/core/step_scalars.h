@@ -22,7 +22,13 @@ struct StepScalars {
   // u_product, Lamb's bias corrections).
   float opt[6] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
   float ema_momentum = 0.0f;  // EMA: 0 on the first update (Keras), else ema_momentum
-  float reserved = 0.0f;      // keeps the size a multiple of 8 bytes
+  // ---- i14-mpcore: dynamic loss scaling (train/loss_scale.h) ----
+  // 0 as the host writes the block; set by Backend::nonfinite_flag (the
+  // gradients' non-finite flag, then all-reduced) when loss scaling is on.
+  // Non-zero: every update op (optimizer rules, Lamb, EMA) leaves its
+  // buffers as they are, on every replica alike. The one op that writes the
+  // block after the host.
+  float skip = 0.0f;
 };
 
 }  // namespace mr

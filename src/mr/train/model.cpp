@@ -100,6 +100,7 @@ void Model::compile(const CompileConfig& config) {
   // Frozen variables get no all-reduce and no update (train/param_ranges.h).
   step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));
   step_.set_trainable(config_.trainable);
+  step_.update().set_loss_scaling(config_.loss_scale.dynamic);  // i14-mpcore
   compiled_ = true;
 }
 
@@ -218,6 +219,7 @@ void Model::start_train_step(const HostBatch& batch) {
   MR_CHECK(batch.rows > 0, value, "empty batch");
   check_batch(batch, true);
   step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
+  step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
   step_.post_train(batch, config_, state_.iterations);
   in_flight_ = true;
   in_flight_train_ = true;
@@ -241,7 +243,8 @@ bool Model::finish_step(const std::function<bool()>& interrupted) {
   in_flight_ = false;
   const bool stop = replicas_.wait(in_flight_train_ ? "training" : "evaluation",
                                    state_.iterations + 1, interrupted);
-  if (in_flight_train_) ++state_.iterations;
+  // A step skipped by loss scaling applied nothing: Keras' iterations stay.
+  if (in_flight_train_ && !finish_loss_scale()) ++state_.iterations;
   return stop;
 }
 

@@ -127,6 +127,13 @@ class Model {
   // e.g. that this CPU has no bf16 instructions and mixed_bfloat16 layers
   // compute in float32.
   const std::string& precision_note() const { return precision_note_; }
+  // For tests: adds +Inf to replica `rank`'s first trainable gradient float
+  // right after the all-reduce of training step `step` (1-based, as
+  // inject_fault), so that only the flag's all-reduce tells the others.
+  // Once: the step it skips clears it.
+  void inject_nonfinite_gradient(int rank, int64_t step) {
+    step_.update().inject_nonfinite(rank, step);
+  }
 
  private:
   void check_batch(const HostBatch& batch, bool targets) const;
@@ -146,6 +153,10 @@ class Model {
   // ---- i14-mpcore ----
   // Checks c.loss_scale, resets loss_scale_ and sets precision_note_.
   void compile_precision(const CompileConfig& c);
+  // After a training step's wait: reads whether the step was skipped (the
+  // skip word of replica 0's step block) and moves the loss scale as Keras'
+  // LossScaleOptimizer does. Returns true for a skipped step.
+  bool finish_loss_scale();
   LossScaleState loss_scale_;
   std::string precision_note_;
 };

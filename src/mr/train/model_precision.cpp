@@ -19,6 +19,22 @@ void Model::compile_precision(const CompileConfig& c) {
     MR_CHECK(ls.dynamic_growth_steps >= 1, value,
              "compile(): the loss scale's dynamic_growth_steps must be an integer >= 1, got ",
              ls.dynamic_growth_steps);
+    // What mirrored's skip does not cover yet: steps that only accumulate
+    // (no all-reduce, no flag), the EMA overwrite's copy, constraints and
+    // activity regularizers (their gradient is not scaled).
+    const OptimizerConfig& o = c.optimizer;
+    MR_CHECK(o.gradient_accumulation_steps == 0, value,
+             "compile(): loss scaling with gradient_accumulation_steps is not supported yet");
+    MR_CHECK(o.ema_overwrite_frequency == 0, value,
+             "compile(): loss scaling with ema_overwrite_frequency is not supported yet");
+    for (const Graph::Param& p : graph_->params())
+      MR_CHECK(p.options.constraint.is_null(), value,
+               "compile(): loss scaling with weight constraints is not supported yet (",
+               graph_->node(p.node).layer ? graph_->node(p.node).layer->class_name() : "layer", " ",
+               p.name, " has one)");
+    for (int i = 0; i < graph_->size(); ++i)
+      MR_CHECK(!graph_->node(i).layer || graph_->node(i).layer->activity_regularizer().is_null(),
+               value, "compile(): loss scaling with activity regularizers is not supported yet");
     loss_scale_ = LossScaleState{static_cast<float>(ls.initial_scale), 0, 0, false};
   } else {
     loss_scale_ = LossScaleState{1.0f, 0, 0, false};
@@ -39,6 +55,32 @@ void Model::compile_precision(const CompileConfig& c) {
   if (!precision_note_.empty())
     precision_note_ = "this device has no " + std::string("16-bit matrix units for ") +
                       precision_note_ + ": those layers compute in float32";
+}
+
+bool Model::finish_loss_scale() {
+  if (!config_.loss_scale.dynamic) return false;
+  // Outside the step: the replicas have finished (ReplicaSet::wait), so this
+  // small download waits for nothing.
+  StepScalars s;
+  replicas_.backend(0).download(&s, state_.scalars(0), sizeof s);
+  LossScaleState& st = loss_scale_;
+  st.last_skipped = s.skip != 0.0f;
+  if (st.last_skipped) {
+    // Keras' _stateless_handle_non_finite_grads.
+    st.step_counter = 0;
+    st.scale *= 0.5f;
+    ++st.skipped;
+    // A skipped step keeps its iteration: a test's injected overflow fires
+    // once (the retried iteration would hit it again).
+    step_.update().inject_nonfinite(-1, 0);
+  } else if (st.step_counter == config_.loss_scale.dynamic_growth_steps - 1) {
+    // Keras' upscale(): after dynamic_growth_steps finite steps.
+    st.step_counter = 0;
+    st.scale *= 2.0f;
+  } else {
+    ++st.step_counter;
+  }
+  return st.last_skipped;
 }
 
 void Model::set_loss_scale_state(float scale, int64_t step_counter) {

@@ -247,7 +247,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   const int64_t global_rows = batch.rows;
   // This step's values, written once to each replica's device block; every
   // op of the step reads them there.
-  const StepScalars scalars = step_scalars(config.optimizer, iteration);
+  StepScalars scalars = step_scalars(config.optimizer, iteration);
+  scalars.loss_scale = loss_scale_;  // i14-mpcore: 1 without loss scaling
   set_batch_params(batch, config);
   replicas_.post([this, &batch, &config, global_rows, iteration, scalars](int r) {
     replicas_.check_fault(r, iteration + 1);
@@ -260,7 +261,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     rep.exec->forward(ps);
     // Loss = sum of per-sample losses / global batch size, so the summed
     // gradients of all replicas equal the single-device gradient.
-    const float scale = 1.0f / static_cast<float>(global_rows);
+    // Times the loss scale (a power of two, 1 without loss scaling: exact).
+    const float scale = 1.0f / static_cast<float>(global_rows) * scalars.loss_scale;
     if (count > 0) losses(r, config, count, scale);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     rep.exec->activity_penalties(ps, reg_sum);

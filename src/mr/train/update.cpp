@@ -105,6 +105,11 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
     if (replicas_.size() > 1)
       for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);
+    // ---- i14-mpcore: dynamic loss scaling: the non-finite flag (all-reduced
+    // into the step block's skip word, which the update ops read), then the
+    // gradients divided by the scale (update_loss_scale.cpp).
+    if (loss_scaling_) check_finite_and_unscale(rank, iteration);
+    // ---- end i14-mpcore
     // (c) regularization gradients (i13-reg): added to the all-reduced
     // gradients, before clipping (Keras' regularization losses are part of
     // the loss whose gradient is clipped).

@@ -62,7 +62,26 @@ class UpdatePipeline {
 
   const std::vector<ParamRange>& ranges() const { return ranges_; }
 
+  // ---- i14-mpcore: dynamic loss scaling (train/loss_scale.h) ----
+  // On: after the all-reduce, the gradients' non-finite flag is computed into
+  // the step block's skip word and all-reduced, and the gradients divided by
+  // the step's loss scale (update_loss_scale.cpp); the update ops then skip
+  // the step on every replica when the flag is set.
+  void set_loss_scaling(bool on) { loss_scaling_ = on; }
+  // For tests: +Inf into replica `rank`'s first trainable gradient float
+  // right after the all-reduce of training step `step` (1-based), so that only
+  // the flag's own all-reduce can tell the other replicas.
+  void inject_nonfinite(int rank, int64_t step) {
+    inject_rank_ = rank;
+    inject_step_ = step;
+  }
+
  private:
+  void check_finite_and_unscale(int rank, int64_t iteration);
+  bool loss_scaling_ = false;
+  int inject_rank_ = -1;
+  int64_t inject_step_ = 0;
+
   struct Replica;
   void apply_rule(int rank, const OptimizerConfig& c, const StepScalars* s);
 

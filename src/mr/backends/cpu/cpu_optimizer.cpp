@@ -64,6 +64,7 @@ void rmsprop_chunk(int64_t b, int64_t e, float* __restrict w, const float* __res
 
 void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, const StepScalars* s,
                             float momentum, bool nesterov) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr, wd_lr = s->wd_lr;
   MR_CHECK(momentum == 0.0f || m != nullptr, internal, "sgd with momentum needs a momentum slot");
   const bool decay = wd_lr > 0.0f, mom = momentum != 0.0f;
@@ -88,6 +89,7 @@ void CpuBackend::sgd_update(int64_t n, float* w, const float* g, float* m, const
 
 void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, float* v, float* vhat,
                              const StepScalars* s, float beta1, float beta2, float epsilon) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float alpha = s->alpha, wd_lr = s->wd_lr;
   const float one_b1 = 1.0f - beta1, one_b2 = 1.0f - beta2;
   const bool decay = wd_lr > 0.0f, ams = vhat != nullptr;
@@ -105,6 +107,7 @@ void CpuBackend::adam_update(int64_t n, float* w, const float* g, float* m, floa
 
 void CpuBackend::rmsprop_update(int64_t n, float* w, const float* g, float* v, float* a, float* mom,
                                 const StepScalars* s, float rho, float momentum, float epsilon) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr, wd_lr = s->wd_lr;
   MR_CHECK(momentum <= 0.0f || mom != nullptr, internal,
            "rmsprop with momentum needs a momentum slot");

@@ -57,6 +57,7 @@ void CpuBackend::clip_gradients(GradientClip mode, float c, int64_t nseg, const 
 
 void CpuBackend::optimizer_update(UpdateRule rule, int64_t n, float* w, const float* g, float* s0,
                                   float* s1, const StepScalars* s, const UpdateHyper& h) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const StepScalars sc = *s;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -71,6 +72,7 @@ void CpuBackend::optimizer_update(UpdateRule rule, int64_t n, float* w, const fl
 
 void CpuBackend::lamb_moments(int64_t n, float* w, const float* g, float* m, float* v, float* r,
                               const StepScalars* s, const UpdateHyper& h) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const StepScalars sc = *s;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
@@ -86,6 +88,7 @@ void CpuBackend::lamb_moments(int64_t n, float* w, const float* g, float* m, flo
 
 void CpuBackend::lamb_apply(int64_t nseg, const int64_t* seg, float* w, const float* r,
                             const double* w_sq, const double* r_sq, const StepScalars* s) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr;
   for (int64_t k = 0; k < nseg; ++k) {
     const float step = kmath::lamb_ratio(w_sq[k], r_sq[k]) * lr;
@@ -98,6 +101,7 @@ void CpuBackend::lamb_apply(int64_t nseg, const int64_t* seg, float* w, const fl
 }
 
 void CpuBackend::ema_update(int64_t n, float* avg, const float* w, const StepScalars* s) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float m = s->ema_momentum, one_m = 1.0f - m;
   cpu::for_range(team_, n, kUpdateGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) avg[i] = m * avg[i] + one_m * w[i];

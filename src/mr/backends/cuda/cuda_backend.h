@@ -289,6 +289,9 @@ class CudaBackend final : public Backend {
   void non_neg_constraint(int64_t n, float* w) override;
   void offdiag_abs_penalty(int64_t rows, const float* p, float factor, double scale, double* acc,
                            float* dp) override;
+  // ---- i14-mpcore: mixed precision (cuda_mixed_precision.cu) ----
+  void nonfinite_flag(int64_t n, const float* x, float* flag) override;
+  void unscale_gradients(int64_t n, float* g, const StepScalars* s) override;
 
  private:
   // Each runs its pass through cuDNN and returns true, or returns false

@@ -14,6 +14,7 @@ namespace {
 __global__ void sgd_kernel(int64_t n, float* __restrict__ w, const float* __restrict__ g,
                            float* __restrict__ m, const StepScalars* __restrict__ s, float momentum,
                            bool nesterov) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr, wd_lr = s->wd_lr;
   const bool with_m = momentum != 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -29,6 +30,7 @@ __global__ void adam_kernel(int64_t n, float* __restrict__ w, const float* __res
                             float* __restrict__ m, float* __restrict__ v, float* __restrict__ vhat,
                             const StepScalars* __restrict__ s, float one_b1, float one_b2,
                             float epsilon) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float alpha = s->alpha, wd_lr = s->wd_lr;
   const bool ams = vhat != nullptr;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -47,6 +49,7 @@ __global__ void rmsprop_kernel(int64_t n, float* __restrict__ w, const float* __
                                float* __restrict__ v, float* __restrict__ a,
                                float* __restrict__ mom, const StepScalars* __restrict__ s,
                                float rho, float one_rho, float momentum, float epsilon) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr, wd_lr = s->wd_lr;
   const bool centered = a != nullptr, with_mom = momentum > 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;

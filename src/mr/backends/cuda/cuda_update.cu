@@ -62,6 +62,7 @@ __global__ void update_kernel(UpdateRule rule, int64_t n, float* __restrict__ w,
                               const float* __restrict__ g, float* __restrict__ s0,
                               float* __restrict__ s1, const StepScalars* __restrict__ s,
                               UpdateHyper h) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const StepScalars sc = *s;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -77,6 +78,7 @@ __global__ void update_kernel(UpdateRule rule, int64_t n, float* __restrict__ w,
 __global__ void lamb_moments_kernel(int64_t n, float* __restrict__ w, const float* g,
                                     float* __restrict__ m, float* __restrict__ v, float* r,
                                     const StepScalars* __restrict__ s, UpdateHyper h) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const StepScalars sc = *s;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
@@ -93,6 +95,7 @@ __global__ void lamb_apply_kernel(int64_t nseg, const int64_t* __restrict__ seg,
                                   float* __restrict__ w, const float* __restrict__ r,
                                   const double* __restrict__ w_sq, const double* __restrict__ r_sq,
                                   const StepScalars* __restrict__ s) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float lr = s->lr;
   for (int64_t k = blockIdx.y; k < nseg; k += gridDim.y) {
     const float step = kmath::lamb_ratio(w_sq[k], r_sq[k]) * lr;
@@ -107,6 +110,7 @@ __global__ void lamb_apply_kernel(int64_t nseg, const int64_t* __restrict__ seg,
 
 __global__ void ema_kernel(int64_t n, float* __restrict__ avg, const float* __restrict__ w,
                            const StepScalars* __restrict__ s) {
+  if (s->skip != 0.0f) return;  // i14-mpcore: a step skipped by loss scaling
   const float m = s->ema_momentum, one_m = 1.0f - m;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x)
