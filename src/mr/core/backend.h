@@ -130,6 +130,13 @@ struct StridedCopy {
 
 class Backend;
 
+// What Backend::memory_use() reports (i14-monitor), in bytes.
+struct MemoryUse {
+  int64_t in_use = 0;
+  int64_t peak = 0;
+  int64_t device_used = -1;
+};
+
 // Frees device memory through the backend that allocated it.
 struct DeviceFree {
   Backend* owner = nullptr;
@@ -517,6 +524,16 @@ class Backend {
   // * sign(p[i, j]) / (rows (rows - 1) / 2) written when dp is not null.
   virtual void offdiag_abs_penalty(int64_t rows, const float* p, float factor, double scale,
                                    double* acc, float* dp) = 0;
+
+  // ---- i14-monitor: memory in use (train/step_clock.h's epoch report) -------
+  // Bytes this backend's allocator hands out now (live buffers) and at most
+  // since construction or the last reset_peak_memory(); device_used: bytes
+  // in use on the whole device as its driver reports them (cudaMemGetInfo),
+  // -1 where there is no such figure (the CPU). Host bookkeeping only: never
+  // synchronises, callable between steps from the caller's thread.
+  virtual MemoryUse memory_use() const = 0;
+  // The peak restarts from the bytes in use now.
+  virtual void reset_peak_memory() = 0;
 
  private:
   WaitLimits limits_;

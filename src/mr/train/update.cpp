@@ -102,9 +102,11 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   }
   if (applies) {
     // (b) The all-reduce of the trainable ranges.
-    if (replicas_.size() > 1)
+    if (replicas_.size() > 1) {
+      ScopedPhase wait(clock_, rank, StepPhase::allreduce);  // i14-monitor
       for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);
+    }
     // (c) regularization gradients (i13-reg): added to the all-reduced
     // gradients, before clipping (Keras' regularization losses are part of
     // the loss whose gradient is clipped).
