@@ -105,3 +105,20 @@ test_that("the device monitor's plot and its errors", {
   expect_error(callback_device_monitor(1), "unused argument")
   expect_error(as.data.frame(r$mon, foo = 1), class = "mirrored_error")
 })
+
+test_that("callback_device_monitor() on a GPU reports device memory and utilisation", {
+  if (cuda_device_count() == 0L) {
+    if (identical(Sys.getenv("MIRRORED_TEST_CUDA"), "1")) fail("MIRRORED_TEST_CUDA=1 but no CUDA device")
+    skip("needs a CUDA device")
+  }
+  r <- monitored_fit("/gpu:0", epochs = 1)
+  df <- r$mon$data
+  expect_equal(df$device, "gpu:0")
+  expect_equal(df$steps, 10L)
+  expect_equal(df$compute_ms + df$allreduce_ms + df$input_ms + df$host_ms, df$step_ms, tolerance = 1e-9)
+  expect_true(df$memory_mb >= 4 * 269322 * 4 / 1e6)
+  expect_true(df$peak_memory_mb >= df$memory_mb)
+  expect_true(df$device_memory_mb >= df$memory_mb)
+  # NVML comes with the driver; without it (or an unknown device) NA.
+  expect_true(is.na(df$gpu_util) || (df$gpu_util >= 0L && df$gpu_util <= 100L))
+})
