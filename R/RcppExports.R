@@ -121,6 +121,10 @@ cpp_dataset_from_npz <- function(path, keys) {
     .Call(`_mirrored_cpp_dataset_from_npz`, path, keys)
 }
 
+cpp_device_report <- function(model) {
+    .Call(`_mirrored_cpp_device_report`, model)
+}
+
 cpp_model_weight_owners <- function(ptr) {
     .Call(`_mirrored_cpp_model_weight_owners`, ptr)
 }

@@ -54,8 +54,11 @@
 #' @param validation_batch_size Batch size of validation (default `batch_size`).
 #' @param validation_freq Validate every `validation_freq` epochs, or on the
 #'   epochs listed.
-#' @param verbose 0 (silent), 1 (progress bar), 2 (one line per epoch), or
-#'   `"auto"`: 2 in knitr, 0 under testthat, else 1.
+#' @param verbose 0 (silent), 1 (progress bar), 2 (one line per epoch, and
+#'   after training one line saying where the steps' time went: compute,
+#'   all-reduce, input and host shares, peak memory; see
+#'   [callback_device_monitor()]), or `"auto"`: 2 in knitr, 0 under
+#'   testthat, else 1.
 #' @param view_metrics Unused.
 #' @return A `keras_training_history` (invisibly) with `params` and the
 #'   per-epoch `metrics`; `plot()` it.
@@ -132,6 +135,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   initial_epoch <- pos$initial_epoch
   if (!is.null(data$seed) && !identical(pos$data_seed, data$seed)) train <- data$remake(pos$data_seed)
   note_fit_start(model, pos$data_seed)
+  monitored <- NULL
   for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
     cbl$on_epoch_begin(epoch, list())
     skip <- if (epoch == initial_epoch) pos$skip else 0L
@@ -145,6 +149,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
       signal_interrupt()
     }
     note_epoch_done(model, epoch)
+    # verbose = 2's summary after training (R/device-monitor.R).
+    if (verbose == 2L) monitored <- rbind(monitored, device_epoch_report(model, epoch))
     logs <- as.list(res$logs)
     if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
       vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
@@ -155,6 +161,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   }
   if (epochs > 0) finalize_optimizer(model)  # EMA weights (R/optimizers-common.R)
   cbl$on_train_end(logs)
+  if (verbose == 2L && !is.null(line <- device_summary_line(monitored))) cat(line, "\n", sep = "")
   # Nested model objects receive what the outer model learned.
   sync_nested_weights(model)
   model$history <- history$history()

@@ -369,6 +369,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_device_report
+Rcpp::List cpp_device_report(SEXP model);
+RcppExport SEXP _mirrored_cpp_device_report(SEXP modelSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_device_report(model));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_weight_owners
 Rcpp::List cpp_model_weight_owners(SEXP ptr);
 RcppExport SEXP _mirrored_cpp_model_weight_owners(SEXP ptrSEXP) {
@@ -929,6 +940,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
+    {"_mirrored_cpp_device_report", (DL_FUNC) &_mirrored_cpp_device_report, 1},
     {"_mirrored_cpp_model_weight_owners", (DL_FUNC) &_mirrored_cpp_model_weight_owners, 1},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},
     {"_mirrored_cpp_layer_spec", (DL_FUNC) &_mirrored_cpp_layer_spec, 4},

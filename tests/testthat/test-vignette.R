@@ -42,7 +42,9 @@ test_that("the vignette's code block runs on two CPU replicas and prints Keras' 
   expect_match(out[3], step_line)
   expect_equal(out[4], "Epoch 2/2")
   expect_match(out[5], step_line)
-  expect_match(out[6], "^16/16 - \\d+s - \\d+(us|ms|s)/step - loss: [0-9.]+ - sparse_categorical_accuracy: [0-9.]+$")
+  # fit(verbose = 2) ends with where the steps' time went (R/device-monitor.R).
+  expect_match(out[6], "^time per step [0-9.]+ (us|ms|s): compute [0-9]+%, all-reduce [0-9]+%, input [0-9]+%, host [0-9]+%; peak memory [0-9.]+ (MB|GB) per replica$")
+  expect_match(out[7], "^16/16 - \\d+s - \\d+(us|ms|s)/step - loss: [0-9.]+ - sparse_categorical_accuracy: [0-9.]+$")
   expect_named(result, c("loss", "sparse_categorical_accuracy"))
   expect_gt(result$sparse_categorical_accuracy, 0.8)
   expect_equal(model$strategy$num_replicas_in_sync, 2)

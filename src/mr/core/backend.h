@@ -130,6 +130,13 @@ struct StridedCopy {
 
 class Backend;
 
+// What Backend::memory_use() reports (i14-monitor), in bytes.
+struct MemoryUse {
+  int64_t in_use = 0;
+  int64_t peak = 0;
+  int64_t device_used = -1;
+};
+
 // Frees device memory through the backend that allocated it.
 struct DeviceFree {
   Backend* owner = nullptr;
@@ -533,6 +540,15 @@ class Backend {
   // scale). Runs whatever s->skip says: a skipped step's gradients are not
   // read again.
   virtual void unscale_gradients(int64_t n, float* g, const StepScalars* s) = 0;
+  // ---- i14-monitor: memory in use (train/step_clock.h's epoch report) -------
+  // Bytes this backend's allocator hands out now (live buffers) and at most
+  // since construction or the last reset_peak_memory(); device_used: bytes
+  // in use on the whole device as its driver reports them (cudaMemGetInfo),
+  // -1 where there is no such figure (the CPU). Host bookkeeping only: never
+  // synchronises, callable between steps from the caller's thread.
+  virtual MemoryUse memory_use() const = 0;
+  // The peak restarts from the bytes in use now.
+  virtual void reset_peak_memory() = 0;
 
  private:
   WaitLimits limits_;

@@ -37,6 +37,9 @@ int cuda_device_count();
 std::vector<GpuInfo> cuda_devices();
 // Free and total bytes of CUDA device `ordinal` now (Error(device) if it does not exist).
 void cuda_memory(int ordinal, int64_t* free_bytes, int64_t* total_bytes);
+// i14-monitor: the PCI bus id of CUDA device `ordinal` ("0000:3B:00.0", the
+// key NVML finds it by), "" without CUDA or when CUDA cannot say.
+std::string cuda_pci_bus_id(int ordinal);
 // How devices a and b exchange data now: "NVLink" (peer access with native
 // atomics, which CUDA reports only over NVLink) or "PCIe P2P" when peer access
 // is enabled (in both directions), "... (peer access not enabled)" when the

@@ -19,6 +19,8 @@ void cuda_memory(int ordinal, int64_t*, int64_t*) {
 }
 
 std::string cuda_link(int, int) { return "none"; }
+
+std::string cuda_pci_bus_id(int) { return ""; }
 bool cuda_enable_peer_access(int, int) { return false; }
 
 std::unique_ptr<Backend> make_cuda_backend(int index, int) {

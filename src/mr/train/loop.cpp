@@ -30,15 +30,25 @@ class Progress {
 
 // One loop shape for training and evaluation: the next batch is drawn while
 // the replicas work on the current one.
+// Training steps are timed on the model's step clock (i14-monitor): the
+// caller's draws from the source are its input intervals.
 LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                      bool train) {
   LoopResult res;
   model.reset_metrics();
   Progress progress(hooks);
   HostBatch cur, next;
-  bool have = max_batches != 0 && source.next(cur);
+  StepClock* clock = train ? &model.step_clock() : nullptr;
+  auto draw = [&source, clock](HostBatch& b) {
+    if (clock != nullptr) clock->begin_input();
+    const bool got = source.next(b);
+    if (clock != nullptr) clock->end_input();
+    return got;
+  };
+  bool have = max_batches != 0 && draw(cur);
   const bool per_batch = hooks.batch_events();
   while (have) {
+    if (clock != nullptr) clock->begin_step();
     if (per_batch) hooks.on_batch_begin(res.batches);
     if (train)
       model.start_train_step(cur);
@@ -46,7 +56,7 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
       model.start_eval_step(cur);
     bool have_next = false;
     try {
-      have_next = (max_batches < 0 || res.batches + 1 < max_batches) && source.next(next);
+      have_next = (max_batches < 0 || res.batches + 1 < max_batches) && draw(next);
     } catch (...) {
       model.finish_step();  // never leave a step in flight
       throw;
@@ -69,6 +79,7 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
     have = have_next;
   }
   res.logs = model.read_metrics();
+  if (clock != nullptr) clock->end_epoch();
   return res;
 }
 
@@ -76,7 +87,12 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
 
 LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t max_batches,
                        LoopHooks& hooks) {
+  // The epoch's clock opens before the pass starts: a source's reset
+  // (a shuffle) is input time of the first step.
+  model.begin_monitored_epoch();
+  model.step_clock().begin_input();
   source.reset(epoch);
+  model.step_clock().end_input();
   return run_steps(model, source, max_batches, hooks, true);
 }
 

@@ -17,12 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "core/gpu_utilization.h"
 #include "data/batch.h"
 #include "dist/device.h"
 #include "dist/replica_set.h"
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/device_report.h"
 #include "train/step.h"
 #include "train/training_state.h"
 
@@ -159,6 +161,19 @@ class Model {
   bool finish_loss_scale();
   LossScaleState loss_scale_;
   std::string precision_note_;
+
+  // ---- i14-monitor: where the time goes (train/device_report.cpp) ----
+ public:
+  // The training steps' clock: train_epoch() opens and closes its epochs.
+  StepClock& step_clock() { return step_.clock(); }
+  // Opens an epoch on the clock and restarts every backend's memory peak.
+  void begin_monitored_epoch();
+  // Per replica: the last closed epoch's time parts, memory, GPU utilisation.
+  std::vector<ReplicaReport> device_report() const;
+
+ private:
+  // NVML, loaded when some replica is a GPU (null otherwise).
+  std::unique_ptr<GpuUtilization> nvml_;
 };
 
 }  // namespace mr

@@ -14,16 +14,18 @@ namespace {
 // replica set's communicator.
 class CommContext final : public ReplicaContext {
  public:
-  CommContext(ReplicaSet& rs, int rank) : rs_(rs), rank_(rank) {}
+  CommContext(ReplicaSet& rs, int rank, StepClock* clock) : rs_(rs), rank_(rank), clock_(clock) {}
   int replicas() const override { return rs_.size(); }
   int rank() const override { return rank_; }
   void all_reduce_sum(float* data, int64_t n) override {
+    ScopedPhase wait(clock_, rank_, StepPhase::allreduce);  // i14-monitor
     if (rs_.size() > 1) rs_.comm().all_reduce_sum(rank_, rs_.backend(rank_), data, n);
   }
 
  private:
   ReplicaSet& rs_;
   int rank_;
+  StepClock* clock_;
 };
 
 }  // namespace
@@ -80,11 +82,16 @@ struct Step::Replica {
 };
 
 Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
-    : graph_(graph), replicas_(replicas), state_(state), update_(graph, replicas, state) {
+    : graph_(graph),
+      replicas_(replicas),
+      state_(state),
+      update_(graph, replicas, state),
+      clock_(replicas.size()) {
+  update_.set_clock(&clock_);  // i14-monitor
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
-    rep->ctx = std::make_unique<CommContext>(replicas, r);
+    rep->ctx = std::make_unique<CommContext>(replicas, r, &clock_);
     rep->reg = std::make_unique<Regularization>(graph, replicas.backend(r));
     reps_.push_back(std::move(rep));
   }
@@ -188,6 +195,11 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
   return {begin, count};
 }
 
+std::pair<int64_t, int64_t> Step::timed_stage(int rank, const HostBatch& batch) {
+  ScopedPhase staging(&clock_, rank, StepPhase::input);  // i14-monitor
+  return stage(rank, batch, true);
+}
+
 Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
                           const StepScalars* scalars) {
   Executor::Pass p;
@@ -251,11 +263,12 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   scalars.loss_scale = loss_scale_;  // i14-mpcore: 1 without loss scaling
   set_batch_params(batch, config);
   replicas_.post([this, &batch, &config, global_rows, iteration, scalars](int r) {
+    ScopedReplica busy(&clock_, r);  // i14-monitor
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
     be.upload(state_.scalars(r), &scalars, sizeof(scalars));
-    const auto [begin, count] = stage(r, batch, true);
+    const auto [begin, count] = timed_stage(r, batch);
     Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
     ps.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
     rep.exec->forward(ps);

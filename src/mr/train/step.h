@@ -21,6 +21,7 @@
 #include "nn/loss.h"
 #include "nn/optimizer.h"
 #include "train/loss_scale.h"
+#include "train/step_clock.h"
 #include "train/training_state.h"
 #include "train/update.h"
 
@@ -110,6 +111,8 @@ class Step {
   struct Replica;
   // Stages replica `rank`'s slice of `batch`; returns (begin, count).
   std::pair<int64_t, int64_t> stage(int rank, const HostBatch& batch, bool targets);
+  // stage() of a training step, timed as the replica's input phase (i14-monitor).
+  std::pair<int64_t, int64_t> timed_stage(int rank, const HostBatch& batch);
   // What replica `rank`'s executor needs for a pass over its slice: a
   // training pass with the step's device block, inference without (null).
   Executor::Pass pass(int rank, int64_t begin, int64_t count, int64_t global_rows,
@@ -129,6 +132,14 @@ class Step {
   std::vector<std::unique_ptr<Replica>> reps_;
   UpdatePipeline update_;
   std::vector<LossParams> batch_params_;  // one per output, for the step in flight
+
+  // ---- i14-monitor: where each training step's time goes ----
+ public:
+  StepClock& clock() { return clock_; }
+  const StepClock& clock() const { return clock_; }
+
+ private:
+  StepClock clock_;
 };
 
 }  // namespace mr

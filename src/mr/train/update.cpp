@@ -102,9 +102,11 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   }
   if (applies) {
     // (b) The all-reduce of the trainable ranges.
-    if (replicas_.size() > 1)
+    if (replicas_.size() > 1) {
+      ScopedPhase wait(clock_, rank, StepPhase::allreduce);  // i14-monitor
       for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);
+    }
     // ---- i14-mpcore: dynamic loss scaling: the non-finite flag (all-reduced
     // into the step block's skip word, which the update ops read), then the
     // gradients divided by the scale (update_loss_scale.cpp).

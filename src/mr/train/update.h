@@ -31,6 +31,7 @@
 #include "nn/graph.h"
 #include "nn/optimizer.h"
 #include "train/param_ranges.h"
+#include "train/step_clock.h"
 #include "train/training_state.h"
 
 namespace mr {
@@ -92,6 +93,13 @@ class UpdatePipeline {
   std::vector<ParamRange> segments_;  // trainable variables
   std::vector<std::unique_ptr<Replica>> reps_;
   Hook regularization_, constraints_;
+
+  // ---- i14-monitor: the all-reduce is timed on this clock (null: not) ----
+ public:
+  void set_clock(StepClock* clock) { clock_ = clock; }
+
+ private:
+  StepClock* clock_ = nullptr;
 };
 
 }  // namespace mr

@@ -3,6 +3,7 @@
 // cpu_optimizer.cpp.
 #include "backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -25,15 +26,40 @@ CpuBackend::CpuBackend(int index, int threads) : index_(index), team_(checked_th
 DeviceBuffer CpuBackend::allocate(size_t bytes) {
   // aligned_alloc wants a multiple of the alignment; 0 bytes still gets a
   // distinct non-null block so that every buffer has an owner to free it.
+  // The block's first 64 bytes (the alignment) hold its size, so that
+  // release() knows what it gives back (memory_use(), i14-monitor).
   const size_t rounded = bytes == 0 ? 64 : (bytes + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* base = std::aligned_alloc(64, rounded + kSizeHeader);
   ++allocations_;
-  if (p == nullptr) fail(ErrorKind::device, "out of host memory allocating ", bytes, " bytes");
+  if (base == nullptr) fail(ErrorKind::device, "out of host memory allocating ", bytes, " bytes");
+  const auto held = static_cast<int64_t>(rounded);
+  std::memcpy(base, &held, sizeof(held));
+  void* p = static_cast<char*>(base) + kSizeHeader;
   std::memset(p, 0, rounded);
+  const int64_t now = bytes_in_use_.fetch_add(held) + held;
+  int64_t peak = bytes_peak_.load();
+  while (now > peak && !bytes_peak_.compare_exchange_weak(peak, now)) {
+  }
   return DeviceBuffer(p, DeviceFree{this});
 }
 
-void CpuBackend::release(void* p) noexcept { std::free(p); }
+void CpuBackend::release(void* p) noexcept {
+  if (p == nullptr) return;
+  void* base = static_cast<char*>(p) - kSizeHeader;
+  int64_t held = 0;
+  std::memcpy(&held, base, sizeof(held));
+  bytes_in_use_.fetch_sub(held);
+  std::free(base);
+}
+
+MemoryUse CpuBackend::memory_use() const {
+  MemoryUse m;
+  m.in_use = bytes_in_use_.load();
+  m.peak = std::max(bytes_peak_.load(), m.in_use);
+  return m;  // device_used: -1, host memory has no device-wide figure
+}
+
+void CpuBackend::reset_peak_memory() { bytes_peak_.store(bytes_in_use_.load()); }
 
 void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
   if (bytes > 0) std::memcpy(dst, host_src, bytes);

@@ -5,6 +5,7 @@
 // split rows, gemm splits C by columns (else rows); small ops run inline.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -188,6 +189,18 @@ class CpuBackend : public Backend {
   DnnlConvPtr dnnl_conv_;
   bool conv_dnnl_ = true;
 #endif
+
+  // ---- i14-monitor: memory in use (cpu_backend.cpp) ----
+ public:
+  MemoryUse memory_use() const override;
+  void reset_peak_memory() override;
+
+ private:
+  // Bytes of the live blocks (their rounded sizes, kept in each block's
+  // header); atomic: buffers may be freed on replica threads.
+  static constexpr size_t kSizeHeader = 64;
+  std::atomic<int64_t> bytes_in_use_{0};
+  std::atomic<int64_t> bytes_peak_{0};
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -56,6 +56,10 @@ class CachingAllocator {
   void give_back(void* p) noexcept;
   static size_t size_class(size_t bytes);
   int64_t cuda_mallocs() const { return mallocs_; }
+  // ---- i14-monitor: bytes handed out now and at most since reset_peak() ----
+  size_t in_use() const { return in_use_; }
+  size_t peak() const { return peak_; }
+  void reset_peak() { peak_ = in_use_; }
 
  private:
   int ordinal_;
@@ -63,6 +67,7 @@ class CachingAllocator {
   std::multimap<size_t, void*> free_;  // size class -> block
   std::map<void*, size_t> live_;       // block -> size class
   size_t in_use_ = 0;                  // bytes, for the out-of-memory message
+  size_t peak_ = 0;                    // most of in_use_ since reset_peak() (i14-monitor)
 };
 
 // Pinned host memory for uploads: a ring of slots, each reusable once the copy
@@ -307,6 +312,11 @@ class CudaBackend final : public Backend {
   // Null without cuDNN. Declared last: its workspace goes back to the
   // allocator before the allocator dies (~CudaBackend resets it first).
   std::unique_ptr<CudnnConv> cudnn_;
+
+  // ---- i14-monitor: memory in use (cuda_memory.cu) ----
+ public:
+  MemoryUse memory_use() const override;
+  void reset_peak_memory() override;
 };
 
 namespace cuda {

@@ -142,6 +142,15 @@ bool cuda_enable_peer_access(int from, int to) {
   return enabled;
 }
 
+std::string cuda_pci_bus_id(int ordinal) {
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, static_cast<int>(sizeof(id)), ordinal) != cudaSuccess) {
+    cudaGetLastError();
+    return "";
+  }
+  return id;
+}
+
 std::string cuda_link(int a, int b) {
   if (a == b) return "same device";
   int access = 0, atomics = 0;

@@ -51,6 +51,7 @@ void* CachingAllocator::take(size_t bytes) {
     free_.erase(it);
     live_.emplace(p, cls);
     in_use_ += cls;
+    peak_ = std::max(peak_, in_use_);
     return p;
   }
   void* p = nullptr;
@@ -71,6 +72,7 @@ void* CachingAllocator::take(size_t bytes) {
   cuda_check(st, "cudaMalloc", ordinal_);
   live_.emplace(p, cls);
   in_use_ += cls;
+  peak_ = std::max(peak_, in_use_);
   return p;
 }
 
@@ -239,6 +241,24 @@ void CudaBackend::release(void* p) noexcept {
   // every op that used the block.
   if (alloc_) alloc_->give_back(p);
 }
+
+MemoryUse CudaBackend::memory_use() const {
+  MemoryUse m;
+  m.in_use = static_cast<int64_t>(alloc_->in_use());
+  m.peak = static_cast<int64_t>(alloc_->peak());
+  // The whole device as the driver sees it (other processes, cuBLAS and
+  // cuDNN workspaces, the context): a host call, no synchronisation.
+  int64_t free_bytes = 0, total_bytes = 0;
+  try {
+    cuda_memory(ordinal_, &free_bytes, &total_bytes);
+    m.device_used = total_bytes - free_bytes;
+  } catch (const Error&) {
+    m.device_used = -1;  // a report, not a reason to fail the epoch
+  }
+  return m;
+}
+
+void CudaBackend::reset_peak_memory() { alloc_->reset_peak(); }
 
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
