@@ -54,6 +54,21 @@ class NcclCommunicator final : public Communicator {
         r.ordinal);
     end(r, be);
   }
+  // i14-overlap: the bucket's collective on NCCL's stream, after the
+  // gradients issued so far; the compute lane does not wait here (join()).
+  void all_reduce_sum_async(int rank, Backend& be, float* buf, int64_t n) override {
+    Rank& r = begin(rank, be);
+    MR_NCCL_CALL(
+        ncclAllReduce(buf, buf, static_cast<size_t>(n), ncclFloat, ncclSum, r.comm, r.stream),
+        r.ordinal);
+    MR_CUDA_CALL(cudaEventRecord(r.done->get(), r.stream), r.ordinal);
+  }
+  // NCCL's stream runs its collectives in order: waiting for the event of
+  // the last one waits for all of them.
+  void join(int rank, Backend& be) override {
+    Rank& r = ranks_.at(static_cast<size_t>(rank));
+    be.wait_event(*r.done, Lane::compute);
+  }
   void broadcast(int rank, int root, Backend& be, float* buf, int64_t n) override {
     MR_CHECK(root >= 0 && root < size(), value, "broadcast root ", root, " is not a rank");
     Rank& r = begin(rank, be);

@@ -51,6 +51,18 @@ class Communicator {
   // What reduces: "NCCL", "thread all-reduce", ... (printed for the user).
   virtual std::string name() const = 0;
 
+  // ---- i14-overlap ----
+  // An all-reduce (SUM) that may overlap the replica's later work (gradient
+  // buckets launched during backward): the replica must neither read nor
+  // write `buf` until join(). A rank's async collectives run in launch
+  // order. Default: the synchronous all_reduce_sum (host communicators).
+  virtual void all_reduce_sum_async(int rank, Backend& be, float* buf, int64_t n) {
+    all_reduce_sum(rank, be, buf, n);
+  }
+  // The replica's work issued after this waits for every async all-reduce
+  // it started: a device-side wait (no host synchronisation, capturable).
+  virtual void join(int /*rank*/, Backend& /*be*/) {}
+
  protected:
   // Wakes ranks blocked on the host; any thread; must not touch state that
   // a rank inside a collective uses.

@@ -132,6 +132,7 @@ void Executor::backward(const Pass& p, float* grads) {
   std::fill(param_grad_written_.begin(), param_grad_written_.end(), 0);
   for (int o : graph_.outputs()) grad_written_[static_cast<size_t>(o)] = 1;
   for (int i = graph_.size() - 1; i >= 0; --i) {
+    if (p.grad_ready != nullptr) p.grad_ready->nodes_done(i + 1);  // i14-overlap
     const GraphNode& nd = graph_.node(i);
     if (nd.inputs.empty() || !graph_.needs_grad(i)) continue;
     NodeBuffers& b = buf_[static_cast<size_t>(i)];
@@ -222,6 +223,7 @@ void Executor::backward(const Pass& p, float* grads) {
       grad_written_[static_cast<size_t>(j)] = 1;
     }
   }
+  if (p.grad_ready != nullptr) p.grad_ready->nodes_done(0);  // i14-overlap
 }
 
 }  // namespace mr

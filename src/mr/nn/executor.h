@@ -14,6 +14,19 @@
 
 namespace mr {
 
+// ---- i14-overlap ----
+// Told during Executor::backward when gradients become final, so that their
+// all-reduce can start while backward goes on (train/grad_buckets.h). nn
+// never sees dist: the listener is an interface the training step supplies.
+class GradReadyListener {
+ public:
+  virtual ~GradReadyListener() = default;
+  // Backward has issued every node with index >= `node` (nodes run in
+  // decreasing index order); called before node `node` - 1 and with 0 after
+  // the last node. A variable's gradient is final once its owner node is done.
+  virtual void nodes_done(int node) = 0;
+};
+
 class Executor {
  public:
   Executor(const Graph& graph, Backend& be);
@@ -46,6 +59,8 @@ class Executor {
     // node whose layer runs in inference mode when frozen (Keras'
     // BatchNormalization) gets training = false in both directions.
     const char* frozen = nullptr;
+    // i14-overlap: told as gradients become final during backward; or null.
+    GradReadyListener* grad_ready = nullptr;
   };
   void forward(const Pass& p);
   // Gradients of all trainable variables into `grads` (written, not

@@ -136,6 +136,15 @@ class Model {
   void inject_nonfinite_gradient(int rank, int64_t step) {
     step_.update().inject_nonfinite(rank, step);
   }
+  // ---- i14-overlap ----
+  // The gradient buckets' size (Keras/TF CommunicationOptions'
+  // bytes_per_pack; 0: automatic, DDP's 1 MiB then 25 MiB); between steps.
+  void set_bytes_per_pack(int64_t bytes) { step_.update().set_bytes_per_pack(bytes); }
+  // Off: one fused all-reduce after backward (tests and benchmarks compare).
+  void set_overlap(bool on) { step_.update().set_overlap(on); }
+  // The bucket plan (empty before compile() and with one replica) and each
+  // replica's launch order in its last applying step.
+  const GradBuckets& grad_buckets() { return step_.update().buckets(); }
 
  private:
   void check_batch(const HostBatch& batch, bool targets) const;

@@ -279,6 +279,8 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     if (count > 0) losses(r, config, count, scale);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     rep.exec->activity_penalties(ps, reg_sum);
+    // i14-overlap: gradient buckets all-reduced as backward finishes them.
+    ps.grad_ready = update_.arm_buckets(r, config.optimizer, iteration);
     rep.exec->backward(ps, state_.grads(r));
     // Weight penalties enter the logged loss on every step, accumulating
     // ones too (replica 0 alone: every replica's is the same); their

@@ -15,7 +15,7 @@ struct UpdatePipeline::Replica {
 };
 
 UpdatePipeline::UpdatePipeline(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
-    : graph_(graph), replicas_(replicas), state_(state) {
+    : graph_(graph), replicas_(replicas), state_(state), buckets_(graph, replicas) {
   for (int r = 0; r < replicas.size(); ++r) reps_.push_back(std::make_unique<Replica>());
 }
 
@@ -48,6 +48,32 @@ void UpdatePipeline::prepare(const OptimizerConfig& c, const std::vector<ParamRa
     rep.slots.assign(static_cast<size_t>(rule_slot_count(c)), nullptr);
     be.synchronize();  // the table's host copy dies here
   }
+  buckets_.prepare(ranges_, bytes_per_pack_);  // i14-overlap
+  prepared_ = true;
+}
+
+// ---- i14-overlap ----
+void UpdatePipeline::set_bytes_per_pack(int64_t bytes) {
+  MR_CHECK(bytes >= 0, value, "bytes_per_pack must be >= 0 (0: automatic), got ", bytes);
+  bytes_per_pack_ = bytes;
+  if (prepared_) buckets_.prepare(ranges_, bytes_per_pack_);
+}
+
+namespace {
+// The gradient accumulator's slot: after the rule's slots and the EMA's.
+int accumulator_slot(const OptimizerConfig& c) { return rule_slot_count(c) + (c.use_ema ? 1 : 0); }
+}  // namespace
+
+GradReadyListener* UpdatePipeline::arm_buckets(int rank, const OptimizerConfig& c,
+                                               int64_t iteration) {
+  if (!overlap_ || !applies_update(c, iteration)) {
+    buckets_.disarm(rank);  // accumulating: no all-reduce at all (step (a)); or fused
+    return nullptr;
+  }
+  float* acc =
+      c.gradient_accumulation_steps > 0 ? state_.slot_ptr(rank, accumulator_slot(c)) : nullptr;
+  return buckets_.arm(rank, state_.grads(rank), acc,
+                      static_cast<float>(c.gradient_accumulation_steps));
 }
 
 void UpdatePipeline::apply_rule(int rank, const OptimizerConfig& c, const StepScalars* s) {
@@ -87,6 +113,9 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   int next_slot = n_rule;
   float* average = c.use_ema ? state_.slot_ptr(rank, next_slot++) : nullptr;
   float* acc = c.gradient_accumulation_steps > 0 ? state_.slot_ptr(rank, next_slot++) : nullptr;
+  // i14-overlap: armed buckets did the accumulation's mean and launched the
+  // all-reduce during backward (train/grad_buckets.h).
+  const bool bucketed = buckets_.armed(rank);
 
   // (a) Gradient accumulation: a step that does not apply only adds the
   // local gradients (Keras' _backend_increment_gradient_accumulators).
@@ -94,15 +123,18 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   if (acc != nullptr) {
     if (!applies) {
       for (const ParamRange& r : ranges_) be.axpy(r.size, 1.0f, g + r.offset, acc + r.offset);
-    } else {
+    } else if (!bucketed) {
       const float steps = static_cast<float>(c.gradient_accumulation_steps);
       for (const ParamRange& r : ranges_)
         be.accumulate_apply(r.size, g + r.offset, acc + r.offset, steps);
     }
   }
   if (applies) {
-    // (b) The all-reduce of the trainable ranges.
-    if (replicas_.size() > 1) {
+    // (b) The all-reduce of the trainable ranges: the buckets' launches
+    // finished and joined, else one fused pass.
+    if (bucketed) {
+      buckets_.finish(rank);
+    } else if (replicas_.size() > 1) {
       ScopedPhase wait(clock_, rank, StepPhase::allreduce);  // i14-monitor
       for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);

@@ -30,6 +30,7 @@
 #include "dist/replica_set.h"
 #include "nn/graph.h"
 #include "nn/optimizer.h"
+#include "train/grad_buckets.h"
 #include "train/param_ranges.h"
 #include "train/step_clock.h"
 #include "train/training_state.h"
@@ -76,6 +77,20 @@ class UpdatePipeline {
     inject_rank_ = rank;
     inject_step_ = step;
   }
+  // ---- i14-overlap ----
+  // Gradient buckets (train/grad_buckets.h): step (b) launched during
+  // backward. The bucket size (Keras/TF CommunicationOptions' bytes_per_pack,
+  // 0: automatic) takes effect at the next prepare(), or now if prepared.
+  void set_bytes_per_pack(int64_t bytes);
+  int64_t bytes_per_pack() const { return bytes_per_pack_; }
+  // Before replica `rank`'s backward of step `iteration` + 1: the listener
+  // for Executor::Pass::grad_ready, or null when this step reduces nothing
+  // during backward (one replica; a step that only accumulates).
+  GradReadyListener* arm_buckets(int rank, const OptimizerConfig& c, int64_t iteration);
+  // Off: no bucket is armed and step (b) is one fused pass after backward
+  // (the reference the buckets are tested and timed against). On by default.
+  void set_overlap(bool on) { overlap_ = on; }
+  const GradBuckets& buckets() const { return buckets_; }
 
  private:
   void check_finite_and_unscale(int rank, int64_t iteration);
@@ -100,6 +115,11 @@ class UpdatePipeline {
 
  private:
   StepClock* clock_ = nullptr;
+  // ---- i14-overlap ----
+  GradBuckets buckets_;
+  int64_t bytes_per_pack_ = 0;
+  bool prepared_ = false;
+  bool overlap_ = true;
 };
 
 }  // namespace mr
