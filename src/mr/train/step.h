@@ -20,6 +20,7 @@
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/step_graphs.h"
 #include "train/training_state.h"
 #include "train/update.h"
 
@@ -121,6 +122,20 @@ class Step {
   std::vector<std::unique_ptr<Replica>> reps_;
   UpdatePipeline update_;
   std::vector<LossParams> batch_params_;  // one per output, for the step in flight
+
+  // ---- i14-gpu: CUDA graphs of the training step (train/step_graphs.h) ----------
+ public:
+  // options(mirrored.cuda_graphs) and the replay counters.
+  StepGraphs& graphs() { return *graphs_; }
+  const StepGraphs& graphs() const { return *graphs_; }
+
+ private:
+  // Whether a training step under `c` can be captured: a backend with graphs,
+  // a capturable communicator (none, or NCCL), and no per-step host choice in
+  // the update pipeline (gradient accumulation, EMA overwrite).
+  bool graph_eligible(const CompileConfig& c) const;
+  std::unique_ptr<StepGraphs> graphs_;
+  StepGraphKey graph_key_;  // the step in flight's key, its vector reused
 };
 
 }  // namespace mr
