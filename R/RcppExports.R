@@ -37,6 +37,14 @@ cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
 
+cpp_model_set_cuda_graphs <- function(ptr, on) {
+    invisible(.Call(`_mirrored_cpp_model_set_cuda_graphs`, ptr, on))
+}
+
+cpp_model_cuda_graph_stats <- function(ptr) {
+    .Call(`_mirrored_cpp_model_cuda_graph_stats`, ptr)
+}
+
 cpp_dataset_from_tensors <- function(tensors, slices) {
     .Call(`_mirrored_cpp_dataset_from_tensors`, tensors, slices)
 }

@@ -118,6 +118,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   val_data <- fit_validation_data(model, validation_data %||% data$held_out, validation_batch_size,
                                   validation_steps)
 
+  apply_cuda_graphs_option(model)  # options(mirrored.cuda_graphs) (R/cuda-graphs.R)
   history <- callback_history()
   cbl <- callback_list(c(as_callback_list(callbacks), list(history, callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = epochs, steps = steps))

@@ -549,6 +549,27 @@ class Backend {
   virtual MemoryUse memory_use() const = 0;
   // The peak restarts from the bytes in use now.
   virtual void reset_peak_memory() = 0;
+  // ---- i14-gpu: CUDA graphs of the training step ------------------------------
+  // A backend that can record its compute lane into a replayable graph (CUDA)
+  // overrides these; the defaults say "cannot" and the caller runs the ops
+  // eagerly (CPU). Only the replica's own thread calls them, between steps'
+  // host work, never while another capture of the same backend is open.
+  // graph_capture_begin(): ops issued from now on (on the compute lane, and on
+  // lanes joined to it through events, e.g. NCCL's stream) are recorded, not
+  // run. false: nothing was started (no capture support).
+  virtual bool graph_capture_begin() { return false; }
+  // Ends the open capture. true: the recorded ops are now graph `slot`
+  // (replacing any graph there) and have still not run: the caller launches
+  // it. false: the capture failed (an op that cannot be captured), nothing of
+  // it ran, the backend is usable eagerly again. Must follow a successful
+  // graph_capture_begin(), also when the captured code threw (the capture is
+  // then discarded and false returned).
+  virtual bool graph_capture_end(int /*slot*/) { return false; }
+  // Queues graph `slot` on the compute lane (ordered like any op); false
+  // when there is no such graph (nothing queued).
+  virtual bool graph_launch(int /*slot*/) { return false; }
+  // Drops every graph (their memory is released once they finished).
+  virtual void graph_reset() {}
 
  private:
   WaitLimits limits_;

@@ -183,6 +183,14 @@ class Model {
  private:
   // NVML, loaded when some replica is a GPU (null otherwise).
   std::unique_ptr<GpuUtilization> nvml_;
+
+  // ---- i14-gpu: CUDA graphs of the training step (train/step_graphs.h) ----------
+ public:
+  // options(mirrored.cuda_graphs); between steps.
+  void set_cuda_graphs(bool on) { step_.graphs().set_enabled(on); }
+  bool cuda_graphs() const { return step_.graphs().enabled(); }
+  // Replays, captures and eager steps so far (0 replays on CPU replicas).
+  const StepGraphStats& cuda_graph_stats() const { return step_.graphs().stats(); }
 };
 
 }  // namespace mr

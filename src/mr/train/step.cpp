@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "dist/batch_split.h"
+#include "dist/communicator.h"
 #include "nn/regularization.h"
 
 namespace mr {
@@ -88,6 +89,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
       update_(graph, replicas, state),
       clock_(replicas.size()) {
   update_.set_clock(&clock_);  // i14-monitor
+  graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -110,6 +112,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
 Step::~Step() = default;
 
 void Step::set_trainable(const std::vector<char>& trainable) {
+  graphs_->invalidate();  // compile(): a new configuration (i14-gpu)
   for (auto& rep : reps_) rep->reg->set_trainable(trainable);
 }
 
@@ -123,6 +126,8 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
   for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
   for (int r = 0; r < n; ++r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
+    // Growth moves buffers a captured graph points at (i14-gpu).
+    if (rows > rep.exec->capacity()) graphs_->invalidate();
     rep.exec->reserve(rows);
     replicas_.backend(r).reserve_staging(static_cast<size_t>(rows * widest) * sizeof(float));
     if (rep.targets.size() < target_widths.size()) {
@@ -133,12 +138,14 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
     for (size_t k = 0; k < target_widths.size(); ++k) {
       const int64_t need = rows * target_widths[k];
       if (need > rep.target_capacity[k]) {
+        graphs_->invalidate();
         rep.targets[k] = replicas_.backend(r).allocate(static_cast<size_t>(need) * sizeof(float));
         rep.target_capacity[k] = need;
       }
     }
     if (rep.sw.size() < target_widths.size()) rep.sw.resize(target_widths.size(), nullptr);
     if (weights && (rep.weights.size() < target_widths.size() || rep.weight_capacity < rows)) {
+      graphs_->invalidate();
       rep.weights.clear();
       for (size_t k = 0; k < target_widths.size(); ++k)
         rep.weights.push_back(
@@ -262,35 +269,46 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   StepScalars scalars = step_scalars(config.optimizer, iteration);
   scalars.loss_scale = loss_scale_;  // i14-mpcore: 1 without loss scaling
   set_batch_params(batch, config);
-  replicas_.post([this, &batch, &config, global_rows, iteration, scalars](int r) {
+  // Eager, captured or replayed (i14-gpu, train/step_graphs.h): the same for
+  // every replica.
+  graph_key_.global_rows = global_rows;
+  graph_key_.parts = batch.parts.size();
+  graph_key_.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
+  graph_key_.loss = batch_params_;
+  const StepMode mode = graphs_->decide(graph_key_, graph_eligible(config));
+  replicas_.post([this, &batch, &config, global_rows, iteration, scalars, mode](int r) {
     ScopedReplica busy(&clock_, r);  // i14-monitor
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
+    // Uploads stay outside a captured graph: the step's values and its slice
+    // land in the same device buffers every step, where the graph reads them.
     be.upload(state_.scalars(r), &scalars, sizeof(scalars));
     const auto [begin, count] = timed_stage(r, batch);
     Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
     ps.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
-    rep.exec->forward(ps);
-    // Loss = sum of per-sample losses / global batch size, so the summed
-    // gradients of all replicas equal the single-device gradient.
-    // Times the loss scale (a power of two, 1 without loss scaling: exact).
-    const float scale = 1.0f / static_cast<float>(global_rows) * scalars.loss_scale;
-    if (count > 0) losses(r, config, count, scale);
-    double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
-    rep.exec->activity_penalties(ps, reg_sum);
-    // i14-overlap: gradient buckets all-reduced as backward finishes them.
-    ps.grad_ready = update_.arm_buckets(r, config.optimizer, iteration);
-    rep.exec->backward(ps, state_.grads(r));
-    // Weight penalties enter the logged loss on every step, accumulating
-    // ones too (replica 0 alone: every replica's is the same); their
-    // gradient is added by the update pipeline's hook (Step::Step) on the
-    // steps that apply, after the all-reduce.
-    if (r == 0)
-      rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
-    // Accumulation, all-reduce, regularization gradients, clipping, the
-    // update, constraints, EMA (train/update.h).
-    update_.run(r, config.optimizer, iteration, state_.scalars(r));
+    graphs_->run(r, be, mode, [&] {
+      rep.exec->forward(ps);
+      // Loss = sum of per-sample losses / global batch size, so the summed
+      // gradients of all replicas equal the single-device gradient.
+      // Times the loss scale (a power of two, 1 without loss scaling: exact).
+      const float scale = 1.0f / static_cast<float>(global_rows) * scalars.loss_scale;
+      if (count > 0) losses(r, config, count, scale);
+      double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
+      rep.exec->activity_penalties(ps, reg_sum);
+      // i14-overlap: gradient buckets all-reduced as backward finishes them.
+      ps.grad_ready = update_.arm_buckets(r, config.optimizer, iteration);
+      rep.exec->backward(ps, state_.grads(r));
+      // Weight penalties enter the logged loss on every step, accumulating
+      // ones too (replica 0 alone: every replica's is the same); their
+      // gradient is added by the update pipeline's hook (Step::Step) on the
+      // steps that apply, after the all-reduce.
+      if (r == 0)
+        rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
+      // Accumulation, all-reduce, regularization gradients, clipping, the
+      // update, constraints, EMA (train/update.h).
+      update_.run(r, config.optimizer, iteration, state_.scalars(r));
+    });
   });
 }
 
@@ -331,6 +349,20 @@ std::vector<int64_t> Step::rows_last() const {
   std::vector<int64_t> rows;
   for (const auto& r : reps_) rows.push_back(r->rows_last);
   return rows;
+}
+
+// ---- i14-gpu: CUDA graphs of the training step ----------------------------------
+bool Step::graph_eligible(const CompileConfig& c) const {
+  // The backend: CUDA captures, the CPU backend says no (graph_capture_begin).
+  if (replicas_.backend(0).kind() != DeviceKind::cuda) return false;
+  // The peer-copy and host-staged all-reduces meet on the host (barriers,
+  // downloads): only NCCL's collectives are stream work a graph can hold.
+  if (replicas_.size() > 1 && replicas_.comm().name() != comm_kind_name(CommKind::nccl))
+    return false;
+  // Host choices that change from step to step inside UpdatePipeline::run.
+  if (c.optimizer.gradient_accumulation_steps > 0) return false;
+  if (c.optimizer.use_ema && c.optimizer.ema_overwrite_frequency > 0) return false;
+  return true;
 }
 
 }  // namespace mr

@@ -22,6 +22,7 @@
 #include "nn/optimizer.h"
 #include "train/loss_scale.h"
 #include "train/step_clock.h"
+#include "train/step_graphs.h"
 #include "train/training_state.h"
 #include "train/update.h"
 
@@ -140,6 +141,19 @@ class Step {
 
  private:
   StepClock clock_;
+  // ---- i14-gpu: CUDA graphs of the training step (train/step_graphs.h) ----------
+ public:
+  // options(mirrored.cuda_graphs) and the replay counters.
+  StepGraphs& graphs() { return *graphs_; }
+  const StepGraphs& graphs() const { return *graphs_; }
+
+ private:
+  // Whether a training step under `c` can be captured: a backend with graphs,
+  // a capturable communicator (none, or NCCL), and no per-step host choice in
+  // the update pipeline (gradient accumulation, EMA overwrite).
+  bool graph_eligible(const CompileConfig& c) const;
+  std::unique_ptr<StepGraphs> graphs_;
+  StepGraphKey graph_key_;  // the step in flight's key, its vector reused
 };
 
 }  // namespace mr

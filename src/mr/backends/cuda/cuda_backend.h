@@ -317,6 +317,43 @@ class CudaBackend final : public Backend {
  public:
   MemoryUse memory_use() const override;
   void reset_peak_memory() override;
+  // ---- i14-gpu: CUDA graphs of the training step (cuda_graph.cu) ---------------
+  // Backend::graph_capture_begin() and friends: stream capture of the compute
+  // stream in relaxed mode (the warm-up step before a capture made every lazy
+  // allocation, so nothing allocates inside it; relaxed keeps a library's
+  // harmless host query from invalidating the capture). What is capture-safe:
+  // kernels and cuBLAS/cuDNN calls on stream_ (their arguments are fixed
+  // device addresses and shapes; per-step values are read from the
+  // StepScalars block), device-to-device copies, and event record/wait pairs
+  // that fork another stream (NCCL's) from stream_ and join it back. Not
+  // capture-safe, and kept outside the captured region by the caller:
+  // upload() (its pinned slot is reused, a replay would copy stale bytes),
+  // download()/synchronize() (host waits), reserve growth (new addresses).
+ public:
+  bool graph_capture_begin() override;
+  bool graph_capture_end(int slot) override;
+  bool graph_launch(int slot) override;
+  void graph_reset() override;
+
+ private:
+  // One instantiated graph and the host-side effects its ops had when they
+  // were recorded: a replay does not call the ops, so the launch re-applies
+  // them (the bad-label status word must be checked after a replayed loss).
+  struct CapturedGraph {
+    cudaGraphExec_t exec = nullptr;
+    bool arms_status = false;
+    int64_t status_cols = 0;
+    int64_t status_input_dim = 0;
+    CapturedGraph() = default;
+    CapturedGraph(const CapturedGraph&) = delete;
+    CapturedGraph& operator=(const CapturedGraph&) = delete;
+    ~CapturedGraph() {
+      if (exec != nullptr) cudaGraphExecDestroy(exec);
+    }
+  };
+  std::vector<std::unique_ptr<CapturedGraph>> graphs_;  // by slot
+  bool capturing_ = false;
+  bool armed_before_capture_ = false;  // status_armed_ when the capture began
 };
 
 namespace cuda {

@@ -218,6 +218,7 @@ void CudaBackend::set_tf32(bool on) {
   if (tf32_ != on) {
     tf32_ = on;
     cudnn_math_changed();
+    graph_reset();  // captured GEMMs used the old math mode (i14-gpu)
   }
 }
 
