@@ -37,6 +37,14 @@ cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
 
+cpp_model_set_bytes_per_pack <- function(ptr, bytes) {
+    invisible(.Call(`_mirrored_cpp_model_set_bytes_per_pack`, ptr, bytes))
+}
+
+cpp_model_grad_buckets <- function(ptr) {
+    .Call(`_mirrored_cpp_model_grad_buckets`, ptr)
+}
+
 cpp_model_set_cuda_graphs <- function(ptr, on) {
     invisible(.Call(`_mirrored_cpp_model_set_cuda_graphs`, ptr, on))
 }

@@ -119,9 +119,11 @@ MirroredModel <- R6::R6Class("mirrored_model",
       })
       s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
-                                              s$devices, model_threads(), collective_timeout(),
+                                              s$devices, model_threads(), strategy_collective_timeout(s),
                                               private$.initialize, s$cross_device_ops %||% "",
                                               s$logical_per_gpu %||% 1L, allow_tf32()))
+      # i14-overlap: the gradient buckets' size (communication_options()).
+      with_core(cpp_model_set_bytes_per_pack(private$.ptr, s$communication_options$bytes_per_pack %||% 0))
       fresh <- private$.initialize
       register_layer_models(self)
       # Adapted layers' values (not when load_model() sets every weight next).

@@ -18,15 +18,17 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
     # The core's placement of the devices: name, display, kind, ordinal.
     placement = NULL,
     cross_device_ops = NULL,
+    communication_options = NULL,
     logical_per_gpu = 1L,
     reason = NULL,
     announced = FALSE,
-    initialize = function(placement, cross_device_ops, reason) {
+    initialize = function(placement, cross_device_ops, reason, communication_options = NULL) {
       .strategies$count <- .strategies$count + 1L
       self$id <- .strategies$count
       self$devices <- placement$name
       self$placement <- placement
       self$cross_device_ops <- cross_device_ops
+      self$communication_options <- communication_options %||% communication_options()
       self$logical_per_gpu <- .strategies$logical_gpus
       self$reason <- reason
     },
@@ -73,6 +75,10 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 #'   objects of `tf$distribute`. On CPU devices `"reduce_to_one_device"`
 #'   sums in host buffers and the other choices use the all-reduce over
 #'   threads; `"nccl"` needs GPU devices.
+#' @param communication_options `NULL` (the defaults) or
+#'   [communication_options()]: the size of the gradient buckets all-reduced
+#'   during the backward pass (`bytes_per_pack`), the collectives' deadline
+#'   and the preferred all-reduce.
 #' @return A strategy with `$num_replicas_in_sync`, `$devices` and `$scope()`.
 #' @family distribution
 #' @seealso [get_strategy()], [list_devices()]
@@ -85,7 +91,8 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 #' })
 #' model |> fit(matrix(runif(40), 10), matrix(runif(20), 10), verbose = 0)
 #' @export
-mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL) {
+mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL, communication_options = NULL) {
+  comm <- resolve_communication_options(communication_options)
   logical <- .strategies$logical_gpus
   if (is.null(devices)) {
     placement <- with_core(cpp_default_devices(logical))
@@ -107,8 +114,10 @@ mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL) {
     reason <- "as given"
   }
   ops <- resolve_cross_device_ops(cross_device_ops, placement$name, logical)
+  implied <- implementation_ops(comm, ops)
+  if (!identical(implied, ops)) ops <- resolve_cross_device_ops(implied, placement$name, logical)
   .strategies$made <- TRUE
-  strategy <- MirroredStrategy$new(placement, ops, reason)
+  strategy <- MirroredStrategy$new(placement, ops, reason, comm)
   cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(placement$display, collapse = ', ')}): {reason}."),
                   class = "mirrored_strategy_message")
   strategy
@@ -288,6 +297,9 @@ print.mirrored_cross_device_ops <- function(x, ...) {
 #' [mirrored_strategy()], so the vignette's line runs unchanged;
 #' `tf$distribute$NcclAllReduce()`, `tf$distribute$HierarchicalCopyAllReduce()`
 #' and `tf$distribute$ReductionToOneDevice()` name the all-reduce to use;
+#' `tf$distribute$experimental$CommunicationOptions()` is
+#' [communication_options()] (with `CommunicationImplementation$AUTO`,
+#' `$RING` and `$NCCL`);
 #' `tf$data$AUTOTUNE` is the `buffer_size` that lets [dataset_prefetch()]
 #' choose.
 #'
@@ -308,5 +320,11 @@ tf <- list(distribute = list(
   ReductionToOneDevice = function(reduce_to_device = NULL, accumulation_fn = NULL) {
     new_cross_device_ops("reduce_to_one_device")
   },
-  get_strategy = function() get_strategy()
+  get_strategy = function() get_strategy(),
+  experimental = list(
+    CommunicationOptions = function(bytes_per_pack = 0, timeout_seconds = NULL, implementation = "auto") {
+      communication_options(bytes_per_pack, timeout_seconds, implementation)
+    },
+    CommunicationImplementation = list(AUTO = "AUTO", RING = "RING", NCCL = "NCCL")
+  )
 ), data = list(AUTOTUNE = -1L))

@@ -111,6 +111,28 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_set_bytes_per_pack
+void cpp_model_set_bytes_per_pack(SEXP ptr, double bytes);
+RcppExport SEXP _mirrored_cpp_model_set_bytes_per_pack(SEXP ptrSEXP, SEXP bytesSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< double >::type bytes(bytesSEXP);
+    cpp_model_set_bytes_per_pack(ptr, bytes);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_model_grad_buckets
+Rcpp::List cpp_model_grad_buckets(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_grad_buckets(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_grad_buckets(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_model_set_cuda_graphs
 void cpp_model_set_cuda_graphs(SEXP ptr, bool on);
 RcppExport SEXP _mirrored_cpp_model_set_cuda_graphs(SEXP ptrSEXP, SEXP onSEXP) {
@@ -941,6 +963,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_cuda_memory", (DL_FUNC) &_mirrored_cpp_cuda_memory, 1},
     {"_mirrored_cpp_cuda_link", (DL_FUNC) &_mirrored_cpp_cuda_link, 2},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
+    {"_mirrored_cpp_model_set_bytes_per_pack", (DL_FUNC) &_mirrored_cpp_model_set_bytes_per_pack, 2},
+    {"_mirrored_cpp_model_grad_buckets", (DL_FUNC) &_mirrored_cpp_model_grad_buckets, 1},
     {"_mirrored_cpp_model_set_cuda_graphs", (DL_FUNC) &_mirrored_cpp_model_set_cuda_graphs, 2},
     {"_mirrored_cpp_model_cuda_graph_stats", (DL_FUNC) &_mirrored_cpp_model_cuda_graph_stats, 1},
     {"_mirrored_cpp_dataset_from_tensors", (DL_FUNC) &_mirrored_cpp_dataset_from_tensors, 2},

@@ -42,6 +42,10 @@ status=0
   MIRRORED_TEST_CUDA=1 "$G/bin/mr_tests" --gtest_brief=1 --gtest_output="xml:$logs/cxx.xml" \
     >"$logs/cxx.log" 2>&1 || status=1
   tail -n 25 "$logs/cxx.log"
+  # i14-overlap: where each gradient bucket's all-reduce started in backward.
+  echo "== gradient buckets (launch points) =="
+  "$G/bin/mr_tests" --gtest_filter='GpuGradBuckets.*' 2>&1 | grep -E '^\[ timeline \]|OK|FAILED|SKIPPED' \
+    | tee "$logs/grad_buckets.txt"
 
   echo "== R suite and the vignette block on the GPU =="
   MIRRORED_DATASETS_DIR="$G/r/site-library/mirrored/extdata/mnist" MIRRORED_TEST_CUDA=1 "$G/r/R" --vanilla -q -e '
