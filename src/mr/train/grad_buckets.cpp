@@ -144,6 +144,7 @@ void GradBuckets::finish(int rank) {
   MR_CHECK(rep.armed, internal, "gradient buckets of replica ", rank, " finished without arm()");
   while (rep.next < plan_.size()) launch(rank, rep.next++, 0);
   rep.armed = false;
+  ScopedPhase wait(clock_, rank, StepPhase::allreduce);
   replicas_.comm().join(rank, replicas_.backend(rank));
 }
 
@@ -156,8 +157,11 @@ void GradBuckets::launch(int rank, size_t b, int node) {
   if (rep.acc != nullptr)
     for (const ParamRange& r : bucket.ranges)
       be.accumulate_apply(r.size, rep.grads + r.offset, rep.acc + r.offset, rep.steps);
-  for (const ParamRange& r : bucket.ranges)
-    replicas_.comm().all_reduce_sum_async(rank, be, rep.grads + r.offset, r.size);
+  {
+    ScopedPhase wait(clock_, rank, StepPhase::allreduce);
+    for (const ParamRange& r : bucket.ranges)
+      replicas_.comm().all_reduce_sum_async(rank, be, rep.grads + r.offset, r.size);
+  }
   rep.order.push_back(static_cast<int>(b));
   rep.nodes.push_back(node);
 }

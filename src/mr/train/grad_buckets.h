@@ -28,6 +28,7 @@
 
 #include "dist/replica_set.h"
 #include "nn/executor.h"
+#include "train/step_clock.h"
 #include "nn/graph.h"
 #include "train/param_ranges.h"
 
@@ -99,6 +100,13 @@ class GradBuckets {
   // mean first, then the all-reduce of its ranges).
   void launch(int rank, size_t b, int node);
 
+ public:
+  // The all-reduce phases of the step clock (i14-monitor): each bucket's
+  // collectives and the join are timed as all-reduce wait (null: untimed).
+  void set_clock(StepClock* clock) { clock_ = clock; }
+
+ private:
+  StepClock* clock_ = nullptr;
   const Graph& graph_;
   ReplicaSet& replicas_;
   std::vector<GradBucket> plan_;

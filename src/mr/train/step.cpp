@@ -362,6 +362,10 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   // Host choices that change from step to step inside UpdatePipeline::run.
   if (c.optimizer.gradient_accumulation_steps > 0) return false;
   if (c.optimizer.use_ema && c.optimizer.ema_overwrite_frequency > 0) return false;
+  // Dynamic loss scaling: the loss gradient's factor (1 / rows * scale) is a
+  // kernel argument that changes whenever the scale does, and the host reads
+  // the skip word after every step: eager.
+  if (c.loss_scale.dynamic) return false;
   return true;
 }
 

@@ -111,7 +111,10 @@ class UpdatePipeline {
 
   // ---- i14-monitor: the all-reduce is timed on this clock (null: not) ----
  public:
-  void set_clock(StepClock* clock) { clock_ = clock; }
+  void set_clock(StepClock* clock) {
+    clock_ = clock;
+    buckets_.set_clock(clock);
+  }
 
  private:
   StepClock* clock_ = nullptr;
