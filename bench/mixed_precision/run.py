@@ -155,17 +155,19 @@ def render(args, names, results, failures, started, load_before, load_after, ove
         lines.append(f"- mirrored's note at compile(): {note}")
     if overflow is not None:
         lines += ["", "Loss-scale overflow check (bench/mixed_precision/overflow.R, CPU replicas): a",
-                  "`mixed_float16` MLP with `optimizer_loss_scale(initial_scale = 1e38)` skips the steps whose",
-                  "all-reduced gradients overflow (the scale halves on each) on every replica alike.", ""]
+                  "`mixed_float16` MLP with `optimizer_loss_scale(dynamic_growth_steps = 10)`; the last replica",
+                  "gets a non-finite gradient after the all-reduce of one step (the core's test hook); the",
+                  "all-reduced flag must skip that step on every replica (the scale halves).", ""]
         if isinstance(overflow, str):
             lines.append(f"not run: {overflow[:300]}")
         else:
-            lines += ["| replicas | steps skipped | scale after steps 1–12 | final scale |"
-                      " max weight diff vs 1 replica |", "|---|---|---|---|---|"]
+            lines += ["| replicas | overflow injected | steps skipped | scale after steps 1–12 | final scale |"
+                      " max weight diff vs 1 replica | between its replicas |", "|---|---|---|---|---|---|---|"]
             for r in overflow:
-                lines.append(f"| {r['replicas']} | {', '.join(str(k) for k in r['skipped_steps']) or 'none'} |"
+                lines.append(f"| {r['replicas']} | replica {r['injected_replica']}, step {r['injected_at']} |"
+                             f" {', '.join(str(k) for k in r['skipped_steps']) or 'none'} |"
                              f" {', '.join(f'{v:.3g}' for v in r['first_scales'])} | {r['final_scale']:.6g} |"
-                             f" {r['max_weight_diff_vs_1']:.3g} |")
+                             f" {r['max_weight_diff_vs_1']:.3g} | {r['max_weight_diff_between_replicas']:.3g} |")
             same = len({tuple(r["skipped_steps"]) for r in overflow}) == 1
             lines += ["", "every replica count skipped the same steps: " + ("yes" if same else "NO")]
     lines.append(end)
