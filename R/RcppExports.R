@@ -169,6 +169,10 @@ cpp_model_precision_note <- function(ptr) {
     .Call(`_mirrored_cpp_model_precision_note`, ptr)
 }
 
+cpp_model_inject_nonfinite_gradient <- function(ptr, rank, step) {
+    invisible(.Call(`_mirrored_cpp_model_inject_nonfinite_gradient`, ptr, rank, step))
+}
+
 cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32) {
     .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
 }

@@ -155,3 +155,9 @@ show_precision_note <- function(model) {
   if (nzchar(note)) cli::cli_inform(c(i = "{note}"), class = "mirrored_precision_note")
   invisible(note)
 }
+
+# Test hook (internal): replica `rank` (0-based) sees a non-finite gradient
+# after the all-reduce of training step `step` (1-based), once.
+inject_nonfinite_gradient <- function(model, rank, step) {
+  with_core(cpp_model_inject_nonfinite_gradient(model$ptr(), as.integer(rank), as.numeric(step)))
+}

@@ -504,6 +504,18 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_inject_nonfinite_gradient
+void cpp_model_inject_nonfinite_gradient(SEXP ptr, int rank, double step);
+RcppExport SEXP _mirrored_cpp_model_inject_nonfinite_gradient(SEXP ptrSEXP, SEXP rankSEXP, SEXP stepSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< int >::type rank(rankSEXP);
+    Rcpp::traits::input_parameter< double >::type step(stepSEXP);
+    cpp_model_inject_nonfinite_gradient(ptr, rank, step);
+    return R_NilValue;
+END_RCPP
+}
 // cpp_model_new
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32);
 RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP) {
@@ -996,6 +1008,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_loss_scale_state", (DL_FUNC) &_mirrored_cpp_model_loss_scale_state, 1},
     {"_mirrored_cpp_model_set_loss_scale_state", (DL_FUNC) &_mirrored_cpp_model_set_loss_scale_state, 3},
     {"_mirrored_cpp_model_precision_note", (DL_FUNC) &_mirrored_cpp_model_precision_note, 1},
+    {"_mirrored_cpp_model_inject_nonfinite_gradient", (DL_FUNC) &_mirrored_cpp_model_inject_nonfinite_gradient, 3},
     {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
     {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},

@@ -56,7 +56,8 @@ with(strategy$scope(), {
   withCallingHandlers(
     model |> compile(optimizer = optimizer_adam(), loss = loss, metrics = list(metric)),
     message = function(e) {
-      note <<- c(note, trimws(conditionMessage(e)))
+      # The message as text: without cli's bullet and line breaks.
+      note <<- c(note, trimws(gsub("\\s+", " ", sub("^\\S+ ", "", cli::ansi_strip(conditionMessage(e))))))
       invokeRestart("muffleMessage")
     })
 })

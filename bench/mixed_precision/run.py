@@ -32,7 +32,7 @@ ACC_POINTS = 0.5  # bf16's test accuracy must be within this many points of floa
 
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], allow_abbrev=False)
     p.add_argument("--device", choices=["cpu", "gpu"], default="cpu",
                    help="gpu: on gpu:0 / cuda:0, adding mixed_float16 (tools/gpu-check.sh runs it)")
     p.add_argument("--models", default=",".join(MODELS), help="comma-separated subset of mlp,cnn")
@@ -82,6 +82,16 @@ def overflow_check(args):
     return recs
 
 
+def lowp_flags():
+    """Whether the CPU has the bf16 instructions mixed_bfloat16 can use (AVX512-BF16, AMX)."""
+    try:
+        flags = next(ln for ln in open("/proc/cpuinfo") if ln.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return "bf16 instructions unknown"
+    has = lambda f: "yes" if f in flags else "no"  # noqa: E731
+    return f"avx512_bf16 {has('avx512_bf16')}, amx_bf16 {has('amx_bf16')}"
+
+
 def contender_policy(name):
     """('mirrored'|'torch', model, mirrored policy name) of a contender."""
     who, model, pol = name.split()
@@ -109,7 +119,7 @@ def render(args, names, results, failures, started, load_before, load_after, ove
         "vs float32: the contender's float32 ms/step / this one's (above 1: the policy is faster).",
         "torch / mirrored: PyTorch's ms/step under the same policy / mirrored's (above 1: mirrored is faster).",
         "",
-        f"- machine: {model_name}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}; load average"
+        f"- machine: {model_name}, {cpus} CPUs, avx512f {'yes' if avx512 else 'no'}, {lowp_flags()}; load average"
         f" (1/5/15 min) before the runs {load_before}, after {load_after}",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}; commit: {git_commit()}",
         "- command: `flock /tmp/mr-build.lock python3 "
@@ -155,17 +165,19 @@ def render(args, names, results, failures, started, load_before, load_after, ove
         lines.append(f"- mirrored's note at compile(): {note}")
     if overflow is not None:
         lines += ["", "Loss-scale overflow check (bench/mixed_precision/overflow.R, CPU replicas): a",
-                  "`mixed_float16` MLP with `optimizer_loss_scale(initial_scale = 1e38)` skips the steps whose",
-                  "all-reduced gradients overflow (the scale halves on each) on every replica alike.", ""]
+                  "`mixed_float16` MLP with `optimizer_loss_scale(dynamic_growth_steps = 10)`; the last replica",
+                  "gets a non-finite gradient after the all-reduce of one step (the core's test hook); the",
+                  "all-reduced flag must skip that step on every replica (the scale halves).", ""]
         if isinstance(overflow, str):
             lines.append(f"not run: {overflow[:300]}")
         else:
-            lines += ["| replicas | steps skipped | scale after steps 1–12 | final scale |"
-                      " max weight diff vs 1 replica |", "|---|---|---|---|---|"]
+            lines += ["| replicas | overflow injected | steps skipped | scale after steps 1–12 | final scale |"
+                      " max weight diff vs 1 replica | between its replicas |", "|---|---|---|---|---|---|---|"]
             for r in overflow:
-                lines.append(f"| {r['replicas']} | {', '.join(str(k) for k in r['skipped_steps']) or 'none'} |"
+                lines.append(f"| {r['replicas']} | replica {r['injected_replica']}, step {r['injected_at']} |"
+                             f" {', '.join(str(k) for k in r['skipped_steps']) or 'none'} |"
                              f" {', '.join(f'{v:.3g}' for v in r['first_scales'])} | {r['final_scale']:.6g} |"
-                             f" {r['max_weight_diff_vs_1']:.3g} |")
+                             f" {r['max_weight_diff_vs_1']:.3g} | {r['max_weight_diff_between_replicas']:.3g} |")
             same = len({tuple(r["skipped_steps"]) for r in overflow}) == 1
             lines += ["", "every replica count skipped the same steps: " + ("yes" if same else "NO")]
     lines.append(end)

@@ -146,22 +146,46 @@ test_that("a short mixed_bfloat16 fit reaches the accuracy of float32", {
   }
 })
 
-test_that("save and load keep the policies and the loss scale's state", {
-  model <- with_policy("mixed_float16", {
-    keras_model_sequential(input_shape = 4, layers = list(layer_dense(units = 8, activation = "relu"),
-                                                          layer_dense(units = 2, dtype = "float32")))
-  })
+# A mixed_float16 model with optimizer_loss_scale(1024, growth 3) trained 8
+# steps of 8 rows, replica `rank` seeing an overflow at step 2.
+loss_scale_run <- function(devices = "/cpu:0", rank = 0) {
   set_random_seed(1)
-  x <- matrix(runif(64 * 4), 64)
-  y <- matrix(runif(64 * 2), 64)
-  # A scale of 2^40 overflows float16 on the first steps: those are skipped
-  # and the scale halves on each.
-  suppressMessages(compile(model, optimizer = optimizer_loss_scale(optimizer_adam(), initial_scale = 2^40,
-                                                                  dynamic_growth_steps = 3), loss = "mse"))
-  suppressMessages(fit(model, x, y, epochs = 1, batch_size = 8, verbose = 0))
-  scale <- model$optimizer$dynamic_scale
-  counter <- model$optimizer$step_counter
-  expect_lt(scale, 2^40)
+  x <- matrix(sin(seq_len(64 * 4)), 64)
+  y <- matrix(cos(seq_len(64 * 2)), 64)
+  strategy <- suppressMessages(mirrored_strategy(devices))
+  with(strategy$scope(), {
+    model <- with_policy("mixed_float16", {
+      keras_model_sequential(input_shape = 4, layers = list(layer_dense(units = 8, activation = "relu"),
+                                                            layer_dense(units = 2, dtype = "float32")))
+    })
+    suppressMessages(compile(model, optimizer = optimizer_loss_scale(optimizer_adam(), initial_scale = 1024,
+                                                                     dynamic_growth_steps = 3), loss = "mse"))
+  })
+  mirrored:::inject_nonfinite_gradient(model, rank, 2)
+  fit(model, x, y, epochs = 1, batch_size = 8, shuffle = FALSE, verbose = 0)
+  list(model = model, x = x)
+}
+
+test_that("an overflow skips the step, halves the scale, and the scale grows back as Keras' does", {
+  r <- loss_scale_run()
+  # Keras' rule by hand: step 1 finite (counter 1); step 2 skipped (scale 512,
+  # counter 0); steps 3-4 (counter 2); step 5 doubles (1024, 0); steps 6-7;
+  # step 8 doubles (2048, 0). The skipped step does not count as an iteration.
+  expect_identical(r$model$optimizer$dynamic_scale, 2048)
+  expect_identical(r$model$optimizer$step_counter, 0)
+  expect_identical(r$model$optimizer$iterations, 7)
+  # Two replicas, the overflow on the second one only: both skip step 2.
+  r2 <- loss_scale_run(c("/cpu:0", "/cpu:1"), rank = 1)
+  expect_identical(r2$model$optimizer$dynamic_scale, 2048)
+  expect_identical(r2$model$optimizer$iterations, 7)
+  w0 <- mirrored:::replica_weights(r2$model, 0)
+  expect_identical(w0, mirrored:::replica_weights(r2$model, 1))
+  expect_equal(w0, mirrored:::replica_weights(r$model, 0), tolerance = 1e-5)
+})
+
+test_that("save and load keep the policies and the loss scale's state", {
+  r <- loss_scale_run()
+  model <- r$model
   path <- tempfile(fileext = ".keras")
   save_model(model, path)
   dir <- tempfile()
@@ -173,11 +197,25 @@ test_that("save and load keep the policies and the loss scale's state", {
   expect_identical(loaded$dtype_policy, "mixed_float16")
   expect_identical(vapply(loaded$layers, policy_of, ""), c("mixed_float16", "float32"))
   expect_s3_class(loaded$optimizer, "mirrored_loss_scale_optimizer")
-  expect_identical(loaded$optimizer$initial_scale, 2^40)
+  expect_identical(loaded$optimizer$initial_scale, 1024)
   expect_identical(loaded$optimizer$dynamic_growth_steps, 3L)
-  expect_identical(loaded$optimizer$dynamic_scale, scale)
-  expect_identical(loaded$optimizer$step_counter, counter)
-  expect_equal(predict(loaded, x, verbose = 0), predict(model, x, verbose = 0))
+  expect_identical(loaded$optimizer$dynamic_scale, 2048)
+  expect_identical(loaded$optimizer$step_counter, 0)
+  expect_identical(loaded$optimizer$iterations, 7)
+  expect_equal(predict(loaded, r$x, verbose = 0), predict(model, r$x, verbose = 0))
+  # An auto-wrapped optimizer: the compile config records the one given.
+  m2 <- with_policy("mixed_float16", keras_model_sequential(input_shape = 4) |> layer_dense(units = 2))
+  suppressMessages(compile(m2, optimizer = "sgd", loss = "mse"))
+  expect_identical(get_config(m2$optimizer)$inner_optimizer$class_name, "SGD")
+  path2 <- tempfile(fileext = ".keras")
+  save_model(m2, path2)
+  dir2 <- tempfile()
+  utils::unzip(path2, exdir = dir2)
+  cfg2 <- mirrored:::parse_json_bytes(readBin(file.path(dir2, "config.json"), "raw", 1e6), "config.json")
+  expect_identical(cfg2$compile_config$optimizer$class_name, "SGD")
+  back <- suppressMessages(load_model(path2))
+  expect_s3_class(back$optimizer, "mirrored_loss_scale_optimizer")
+  expect_identical(back$optimizer$inner_optimizer$class_name, "SGD")
 })
 
 test_that("a mixed_float16 model saved by Keras 3 loads with its policies and predicts the same", {

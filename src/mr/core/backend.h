@@ -540,6 +540,19 @@ class Backend {
   // scale). Runs whatever s->skip says: a skipped step's gradients are not
   // read again.
   virtual void unscale_gradients(int64_t n, float* g, const StepScalars* s) = 0;
+  // dst[i] = src[i] rounded to `t` (bf16 or f16, 2 bytes each) to nearest,
+  // ties to even; f16 overflows to +-Inf; NaN stays NaN.
+  virtual void cast_lowp(DType t, int64_t n, const float* src, void* dst) = 0;
+  // C[m,n] = alpha * op(A)[m,k] * op(B)[k,n] + beta * C with A and B of
+  // dtype `t` (bf16 or f16, layouts and leading dimensions as gemm()), every
+  // product and sum in f32 and C f32. Where native_lowp(t) is false it still
+  // computes exactly that, slowly (a reference, for tests).
+  virtual void gemm_lowp(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                         float alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
+                         float beta, float* c, int64_t ldc) = 0;
+  // Makes what gemm_lowp needs for `t` ahead of the steps (CPU: the oneDNN
+  // primitives), so that no step does; layers call it from Layer::prepare().
+  virtual void prepare_lowp(DType /*t*/) {}
   // ---- i14-monitor: memory in use (train/step_clock.h's epoch report) -------
   // Bytes this backend's allocator hands out now (live buffers) and at most
   // since construction or the last reset_peak_memory(); device_used: bytes

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_conv_dnnl.h"
+#include "backends/cpu/cpu_matmul_dnnl.h"
 #include "build_config.h"
 #include "core/backend.h"
 #include "core/thread_team.h"
@@ -145,6 +146,12 @@ class CpuBackend : public Backend {
   // ---- i14-mpcore: mixed precision (cpu_mixed_precision.cpp) ----
   void nonfinite_flag(int64_t n, const float* x, float* flag) override;
   void unscale_gradients(int64_t n, float* g, const StepScalars* s) override;
+  void cast_lowp(DType t, int64_t n, const float* src, void* dst) override;
+  void gemm_lowp(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) override;
+  bool native_lowp(DType t) const override;
+  void prepare_lowp(DType t) override;
 
   ThreadTeam& team() { return team_; }
 
@@ -201,6 +208,11 @@ class CpuBackend : public Backend {
   static constexpr size_t kSizeHeader = 64;
   std::atomic<int64_t> bytes_in_use_{0};
   std::atomic<int64_t> bytes_peak_{0};
+  // ---- i14-mpcore: oneDNN bf16 matmul (cpu_matmul_dnnl.cpp), made by
+  // prepare_lowp() ----
+#if MR_WITH_DNNL
+  DnnlMatmulPtr dnnl_bf16_;
+#endif
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

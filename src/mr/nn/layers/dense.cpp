@@ -35,16 +35,38 @@ class Dense final : public Layer {
     if (use_bias_) w.push_back({"bias", Shape{units_}, binit_, true, bopt_});
     return w;
   }
-  // The pre-activation z is kept when the activation needs it for backward.
+  // The pre-activation z is kept when the activation needs it for backward;
+  // under a mixed policy (lowp()) the 16-bit copies of the input and of the
+  // output gradient follow it (Lowp's layout).
   int64_t aux_per_row(const std::vector<Shape>& in) const override {
-    return act_ == Activation::linear ? 0 : in[0].numel() / in[0].last() * units_;
+    const int64_t per = in[0].numel() / in[0].last();
+    const int64_t z = act_ == Activation::linear ? 0 : per * units_;
+    if (dtype_policy().compute == ComputeDtype::f32) return z;
+    return z + (per * (in[0].last() + units_) + 1) / 2;
+  }
+  // The kernel's 16-bit copy, made by forward and read by backward.
+  int64_t work_floats(const std::vector<Shape>& in) const override {
+    if (dtype_policy().compute == ComputeDtype::f32) return 0;
+    return (in[0].last() * units_ + 1) / 2;
+  }
+  void prepare(Backend& be, const std::vector<Shape>& /*in*/, int64_t /*max_rows*/) const override {
+    if (dtype_policy().compute != ComputeDtype::f32) be.prepare_lowp(lowp_type());
   }
   void forward(const ForwardArgs& a) const override {
     const int64_t k = a.in_shapes[0].last();
     const int64_t m = a.rows * (a.in_shapes[0].numel() / k);
     if (m == 0) return;
     float* z = act_ == Activation::linear ? a.out : a.aux;
-    a.be.gemm(false, false, m, units_, k, 1.0f, a.in[0], k, a.params[0], units_, 0.0f, z, units_);
+    if (lowp(a.be)) {
+      // Mixed policy: x and the kernel rounded to bf16 / f16, f32 products.
+      const Lowp b = buffers(a.aux, a.work, m, k);
+      a.be.cast_lowp(lowp_type(), k * units_, a.params[0], b.w);
+      a.be.cast_lowp(lowp_type(), m * k, a.in[0], b.x);
+      a.be.gemm_lowp(lowp_type(), false, false, m, units_, k, 1.0f, b.x, k, b.w, units_, 0.0f, z,
+                     units_);
+    } else {
+      a.be.gemm(false, false, m, units_, k, 1.0f, a.in[0], k, a.params[0], units_, 0.0f, z, units_);
+    }
     if (use_bias_) a.be.bias_add(m, units_, a.params[1], z);
     if (act_ != Activation::linear) a.be.activation_forward(act_, m, units_, z, a.out);
   }
@@ -60,6 +82,19 @@ class Dense final : public Layer {
     float* dz = a.d_out;
     if (act_ != Activation::linear)
       a.be.activation_backward(act_, m, units_, a.aux, a.out, a.d_out, dz);
+    if (lowp(a.be)) {
+      // dz rounded too; dW = x^T dz and dx = dz W^T from the 16-bit copies,
+      // the bias gradient from the f32 dz.
+      const Lowp b = buffers(a.aux, a.work, m, k);
+      a.be.cast_lowp(lowp_type(), m * units_, dz, b.dz);
+      a.be.gemm_lowp(lowp_type(), true, false, k, units_, m, 1.0f, b.x, k, b.dz, units_, 0.0f,
+                     a.grads[0], units_);
+      if (use_bias_) a.be.bias_grad(m, units_, dz, a.grads[1], false);
+      if (a.d_in[0] != nullptr)
+        a.be.gemm_lowp(lowp_type(), false, true, m, k, units_, 1.0f, b.dz, units_, b.w, units_,
+                       0.0f, a.d_in[0], k);
+      return;
+    }
     a.be.gemm(true, false, k, units_, m, 1.0f, a.in[0], k, dz, units_, 0.0f, a.grads[0], units_);
     if (use_bias_) a.be.bias_grad(m, units_, dz, a.grads[1], false);
     if (a.d_in[0] != nullptr)
@@ -81,6 +116,28 @@ class Dense final : public Layer {
   }
 
  private:
+  // ---- i14-mpcore: mixed precision (nn/dtype_policy.h) ----
+  // Whether this pass runs the products in 16 bits: a mixed policy on a
+  // backend with 16-bit matrix units (else f32, as compile()'s note says).
+  bool lowp(const Backend& be) const {
+    return dtype_policy().compute != ComputeDtype::f32 && be.native_lowp(lowp_type());
+  }
+  DType lowp_type() const {
+    return dtype_policy().compute == ComputeDtype::f16 ? DType::f16 : DType::bf16;
+  }
+  // The 16-bit copies: in aux after z (x then dz, m rows each), in work the
+  // kernel. The sizes are aux_per_row() and work_floats().
+  struct Lowp {
+    void* x;
+    void* dz;
+    void* w;
+  };
+  Lowp buffers(float* aux, float* work, int64_t m, int64_t k) const {
+    float* base = aux + (act_ == Activation::linear ? 0 : m * units_);
+    auto* h = reinterpret_cast<uint16_t*>(base);
+    return Lowp{h, h + m * k, work};
+  }
+
   std::string name_, who_;
   int64_t units_ = 0;
   Activation act_ = Activation::linear;
