@@ -25,6 +25,7 @@ namespace {
 
 using dnnl::memory;
 using Dt = memory::data_type;
+using Tag = memory::format_tag;
 constexpr memory::dim kRt = DNNL_RUNTIME_DIM_VAL;
 
 // The calling thread's OpenMP thread count is `n` for the guard's lifetime.
@@ -46,10 +47,14 @@ Dt dnnl_type(DType t) { return t == DType::bf16 ? Dt::bf16 : Dt::f16; }
 class DnnlMatmul {
  public:
   explicit DnnlMatmul(DType t) : t_(t), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
-    const memory::desc any_in({kRt, kRt}, dnnl_type(t), {kRt, kRt});
-    const memory::desc any_out({kRt, kRt}, Dt::f32, {kRt, kRt});
+    // Runtime dimensions with dense row-major layouts (a transposed operand
+    // is "ba"): oneDNN 2.6 runs those on its jit gemm, but runtime strides
+    // only on its reference loop.
+    const memory::desc out({kRt, kRt}, Dt::f32, Tag::ab);
     size_t scratch = 0;
     for (int i = 0; i < 8; ++i) {
+      const memory::desc a({kRt, kRt}, dnnl_type(t), (i & 1) ? Tag::ba : Tag::ab);
+      const memory::desc b({kRt, kRt}, dnnl_type(t), (i & 2) ? Tag::ba : Tag::ab);
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       attr.set_output_scales(0, {DNNL_RUNTIME_F32_VAL});
@@ -59,8 +64,7 @@ class DnnlMatmul {
         attr.set_post_ops(po);
       }
       try {
-        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(any_in, any_in, any_out), attr,
-                                              engine_);
+        const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, out), attr, engine_);
         scratch = std::max(scratch, pd.scratchpad_desc().get_size());
         prims_[static_cast<size_t>(i)] = dnnl::matmul(pd);
       } catch (const dnnl::error& e) {
@@ -78,15 +82,20 @@ class DnnlMatmul {
            int64_t lda, const void* b, int64_t ldb, float beta, float* c, int64_t ldc,
            int threads) {
     if (beta != 0.0f && beta != 1.0f) return false;
+    // Dense operands only (see the constructor).
+    if (lda != (ta ? m : k) || ldb != (tb ? k : n) || ldc != n) return false;
     const int i = (ta ? 1 : 0) | (tb ? 2 : 0) | (beta != 0.0f ? 4 : 0);
-    // op(A)[m,k] element (r, j): A[r*lda + j], or A[j*lda + r] when transposed.
-    const memory::desc a_md({m, k}, dnnl_type(t_),
-                            ta ? memory::dims{1, lda} : memory::dims{lda, 1});
-    const memory::desc b_md({k, n}, dnnl_type(t_),
-                            tb ? memory::dims{1, ldb} : memory::dims{ldb, 1});
-    const memory::desc c_md({m, n}, Dt::f32, {ldc, 1});
+    const memory::desc a_md({m, k}, dnnl_type(t_), ta ? Tag::ba : Tag::ab);
+    const memory::desc b_md({k, n}, dnnl_type(t_), tb ? Tag::ba : Tag::ab);
+    const memory::desc c_md({m, n}, Dt::f32, Tag::ab);
     alpha_ = alpha;
-    const OmpThreads guard(threads);
+    // One OpenMP thread: oneDNN's OpenMP team next to the replica's own
+    // thread team oversubscribes the cores (measured: 2 threads ran the
+    // vignette's products 20-50x slower on a loaded 2-core Sapphire Rapids
+    // than 1). Splitting the rows over the team's members, as the
+    // convolutions do, is the way to use them all.
+    (void)threads;
+    const OmpThreads guard(1);
     prims_[static_cast<size_t>(i)].execute(
         stream_, {{DNNL_ARG_SRC, memory(a_md, engine_, const_cast<void*>(a))},
                   {DNNL_ARG_WEIGHTS, memory(b_md, engine_, const_cast<void*>(b))},

@@ -27,9 +27,9 @@ bool dnnl_matmul_native(DType t);
 // steps (Backend::prepare_lowp), so that no step creates or allocates one.
 DnnlMatmulPtr make_dnnl_matmul(DType t);
 
-// gemm_lowp's contract (core/backend.h) for beta 0 or 1; runs on `threads`
-// OpenMP threads of the calling thread. Returns false (nothing done) for
-// another beta.
+// gemm_lowp's contract (core/backend.h) for beta 0 or 1 and dense operands
+// (lda, ldb, ldc the rows' natural lengths); runs on `threads` OpenMP threads
+// of the calling thread. Returns false (nothing done) otherwise.
 bool dnnl_matmul_run(DnnlMatmul& mm, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                      float alpha, const void* a, int64_t lda, const void* b, int64_t ldb,
                      float beta, float* c, int64_t ldc, int threads);
