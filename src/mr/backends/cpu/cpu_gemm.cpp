@@ -179,6 +179,18 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 
 namespace cpu {
 
+void warm_up_gemm() {
+#if MR_WITH_DNNL
+  // One tiny product of each transpose pair and beta kind: oneDNN generates
+  // its JIT kernels on first use (~30 ms in all on an Intel Xeon Sapphire
+  // Rapids) and keeps them for the process, so later calls cost microseconds.
+  alignas(64) float a[8 * 8] = {}, b[8 * 8] = {}, c[8 * 8] = {};
+  for (int t = 0; t < 4; ++t)
+    for (float beta : {0.0f, 1.0f})
+      dnnl_block_gemm(t & 1, t & 2, 8, 8, 8, 1.0f, a, 8, b, 8, beta, c, 8);
+#endif
+}
+
 void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) {
