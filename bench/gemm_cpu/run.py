@@ -51,8 +51,9 @@ def main():
     lines = [
         "## gemm_cpu",
         "",
-        "sgemm of the CPU backend (Eigen with the kernels' vector flags, split over a team of",
-        "threads by output columns or rows) at the products one training step of the vignette's",
+        "sgemm of the CPU backend (oneDNN's sgemm where the build found oneDNN, else Eigen with the",
+        "kernels' vector flags; split over a team of threads by output rows or columns) at the",
+        "products one training step of the vignette's",
         "model does, and two large ones, against the machine's ceiling measured by an FMA-throughput",
         f"loop (independent accumulators). Median GFLOP/s of {args.n} runs of `build/bench_gemm 2`.",
         "",

@@ -21,6 +21,7 @@ int checked_threads(int threads) {
 
 CpuBackend::CpuBackend(int index, int threads) : index_(index), team_(checked_threads(threads)) {
   MR_CHECK(index >= 0, value, "a CPU device index must be >= 0, got ", index);
+  cpu::warm_up_gemm();  // i14-gemm: no JIT pause in the first step
 }
 
 DeviceBuffer CpuBackend::allocate(size_t bytes) {

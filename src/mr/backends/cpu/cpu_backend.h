@@ -257,6 +257,11 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                  int64_t ldc);
 
+// ---- i14-gemm ----
+// Generates the gemm library's kernels now (oneDNN JITs them on first use:
+// ~30 ms once per process) so that the first training step does not pay it.
+void warm_up_gemm();
+
 // Most members a team may have (reductions keep one partial per member on the
 // stack).
 constexpr int kMaxTeamSize = 256;

@@ -1,14 +1,32 @@
 // gemm on the CPU: C[m,n] = alpha * op(A) * op(B) + beta * C, row-major.
-// The output is split across the team (by column blocks of C when n is wide
-// enough, else by row blocks) and each member runs a single-threaded GEMM on
-// its block with Eigen (Debian's OpenBLAS 0.3.21 was measured at ~55-60% of
-// Eigen's AVX-512 kernels here and is not used). Eigen is included in this
-// file only (its compile flags are set for this file alone).
+// The output is split across the team (by row blocks of C when op(A) is
+// transposed and C is at least as tall as wide, else by column blocks when n
+// is wide enough, else by row blocks) and each member runs a single-threaded
+// GEMM on its block: oneDNN's sgemm when the build found oneDNN (Debian's
+// 2.6.3; its JIT AVX-512 kernels ran the step's products 15-25% faster than
+// Eigen 3.3 on an Intel Xeon Sapphire Rapids, and write C with beta == 0
+// instead of zeroing it first as Eigen does), else Eigen (Debian's OpenBLAS
+// 0.3.21 was measured at ~55-60% of Eigen's AVX-512 kernels and is not used).
+// Eigen is included in this file only (its compile flags are set for this
+// file alone).
+//
+// Why transposed-A products split by rows: the backward dW = X^T dY (m = the
+// layer's inputs, k = the batch) split by columns made every member pack all
+// of X^T, and the two members' packed copies and the shared C rows fought
+// over the cache: 2 threads ran no faster than 1 (131-134 against 133-137
+// GFLOP/s). By rows, each member reads only its own columns of X and the
+// small dY.
 #include <Eigen/Core>
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
+#include "build_config.h"
 #include "core/error.h"
+
+#if MR_WITH_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 namespace mr {
 
@@ -69,8 +87,30 @@ void narrow_product(const A& opa, const B& opb, int64_t m, int64_t n, float alph
   }
 }
 
+#if MR_WITH_DNNL
+// oneDNN's sgemm on the calling thread alone: its OpenMP thread count is 1
+// for the call (the team splits the work; letting oneDNN thread as well
+// would oversubscribe the cores). Its per-element arithmetic does not depend
+// on m or n (the tests check that a split product is bit-identical to the
+// whole), so the result is the same for any team size.
+void dnnl_block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                     int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const int before = omp_get_max_threads();
+  if (before != 1) omp_set_num_threads(1);
+  const dnnl_status_t st =
+      dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (before != 1) omp_set_num_threads(before);
+  MR_CHECK(st == dnnl_success, internal, "oneDNN sgemm failed (status ", static_cast<int>(st),
+           ") for m=", m, " n=", n, " k=", k);
+}
+#endif
+
 void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+#if MR_WITH_DNNL
+  dnnl_block_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return;
+#endif
   // Stored shapes: A is m x k (k x m when transposed), B is k x n (n x k).
   ConstMap am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
@@ -119,7 +159,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     });
     return;
   }
-  if (n >= kColumnGrain * 2 * size) {
+  // Transposed A and a tall C (dW = X^T dY): rows, so that no member packs
+  // all of op(A) (see the top of the file).
+  const bool rows_first = trans_a && m >= n && m >= kRowGrain * 2 * size;
+  if (!rows_first && n >= kColumnGrain * 2 * size) {
     // Column blocks: each member packs its own slice of B and all of A.
     cpu::for_range(team_, n, kColumnGrain, [&](int64_t j0, int64_t j1) {
       const float* bj = trans_b ? b + j0 * ldb : b + j0;
@@ -135,6 +178,18 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
 }
 
 namespace cpu {
+
+void warm_up_gemm() {
+#if MR_WITH_DNNL
+  // One tiny product of each transpose pair and beta kind: oneDNN generates
+  // its JIT kernels on first use (~30 ms in all on an Intel Xeon Sapphire
+  // Rapids) and keeps them for the process, so later calls cost microseconds.
+  alignas(64) float a[8 * 8] = {}, b[8 * 8] = {}, c[8 * 8] = {};
+  for (int t = 0; t < 4; ++t)
+    for (float beta : {0.0f, 1.0f})
+      dnnl_block_gemm(t & 1, t & 2, 8, 8, 8, 1.0f, a, 8, b, 8, beta, c, 8);
+#endif
+}
 
 void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
@@ -155,6 +210,9 @@ std::string cpu_gemm_description() {
   isa = "AVX-512";
 #elif defined(__AVX2__) && defined(__FMA__)
   isa = "AVX2+FMA";
+#endif
+#if MR_WITH_DNNL
+  return std::string("oneDNN ") + MR_DNNL_VERSION_STR + " sgemm";
 #endif
   return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
          std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + " (" +
