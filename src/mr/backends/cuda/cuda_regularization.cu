@@ -15,7 +15,7 @@ namespace {
 constexpr int kSumThreads = 512;
 
 // Tree sum of part[0..kSumThreads) into part[0], in a fixed pattern.
-__device__ void block_tree_sum(double* part) {
+__device__ __forceinline__ void block_tree_sum(double* part) {
   for (int stride = kSumThreads / 2; stride > 0; stride /= 2) {
     __syncthreads();
     if (threadIdx.x < stride) part[threadIdx.x] += part[threadIdx.x + stride];
