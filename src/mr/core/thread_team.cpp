@@ -60,8 +60,12 @@ void ThreadTeam::worker(int member) {
     }
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      wake_.wait(
-          lk, [&] { return stop_.load() || generation_.load(std::memory_order_acquire) != seen; });
+      // Announced before the predicate is checked (both seq_cst): either
+      // run() sees this sleeper and notifies, or this check sees its new
+      // generation.
+      sleepers_.fetch_add(1);
+      wake_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
+      sleepers_.fetch_sub(1);
       gen = generation_.load(std::memory_order_acquire);
     }
     if (stop_.load()) return;
@@ -71,7 +75,7 @@ void ThreadTeam::worker(int member) {
     } catch (...) {
       record_error(std::current_exception());
     }
-    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
       // The caller may be about to sleep: taking the mutex orders this
       // notification after its predicate check.
       { std::lock_guard<std::mutex> lk(mu_); }
@@ -86,14 +90,16 @@ void ThreadTeam::run(const std::function<void(int member, int size)>& fn) {
     fn(0, 1);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    job_ = &fn;
-    error_ = nullptr;
-    pending_.store(size_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
+  // Members that still spin see the new generation without the mutex; only
+  // sleeping members need it and the wake-up (the previous run() left error_
+  // null under mu_, so nothing else is reset here).
+  job_ = &fn;
+  pending_.store(size_ - 1, std::memory_order_relaxed);
+  generation_.fetch_add(1);  // seq_cst: ordered before the sleepers_ load
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lk(mu_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   try {
     fn(0, size_);
   } catch (...) {
@@ -110,7 +116,13 @@ void ThreadTeam::run(const std::function<void(int member, int size)>& fn) {
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lk(mu_);
-    if (!finished) done_.wait(lk, [&] { return pending_.load(std::memory_order_acquire) == 0; });
+    if (!finished) {
+      // Announced before the predicate is checked (both seq_cst): either the
+      // last member sees it and notifies, or the check sees pending_ == 0.
+      caller_sleeping_.store(true);
+      done_.wait(lk, [&] { return pending_.load() == 0; });
+      caller_sleeping_.store(false);
+    }
     error = std::move(error_);
     error_ = nullptr;
     job_ = nullptr;

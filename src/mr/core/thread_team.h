@@ -39,8 +39,10 @@ class ThreadTeam {
   void record_error(std::exception_ptr e);
 
   // generation_, pending_ and stop_ are atomics so that members and the caller
-  // can spin on them briefly without the mutex; every change that a sleeper
-  // waits for is also made (or fenced) under mu_, so no wake-up is lost.
+  // can spin on them briefly without the mutex. A sleeper announces itself
+  // (sleepers_, caller_sleeping_) under mu_ before it checks its predicate,
+  // and whoever changes what it waits for checks the announcement after the
+  // change (all seq_cst) and notifies under mu_, so no wake-up is lost.
   int size_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
@@ -50,7 +52,12 @@ class ThreadTeam {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
-  std::exception_ptr error_;  // guarded by mu_
+  // ---- i14-overhead: who sleeps on the condition variables, so that run()
+  // and the last member take the mutex and notify only when someone does
+  // (a spinning team hands over an op with atomics alone).
+  std::atomic<int> sleepers_{0};              // members waiting on wake_
+  std::atomic<bool> caller_sleeping_{false};  // run()'s caller waiting on done_
+  std::exception_ptr error_;                  // guarded by mu_
 };
 
 }  // namespace mr

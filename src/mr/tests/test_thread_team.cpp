@@ -49,6 +49,26 @@ TEST(ThreadTeam, RunsAfterTheMembersFellAsleep) {
   EXPECT_EQ(count.load(), 6);
 }
 
+// i14-overhead: run() notifies only announced sleepers. Gaps and member work
+// around the spin phase's length make members and the caller fall asleep
+// and wake on both sides of the announcement; a lost wake-up hangs here, a
+// missing ordering shows as a stale value.
+TEST(ThreadTeam, HandoffsAroundTheSpinPhaseLoseNoWakeUp) {
+  ThreadTeam team(3);
+  std::vector<long> data(3, 0);
+  for (int round = 0; round < 300; ++round) {
+    const auto gap = std::chrono::microseconds((round * 37) % 400);
+    if (round % 3 == 0) std::this_thread::sleep_for(gap);  // members may sleep
+    team.run([&](int member, int) {
+      if (member == 1 && round % 3 == 1) std::this_thread::sleep_for(gap);  // caller may sleep
+      data[static_cast<size_t>(member)] += round;
+    });
+    const long expect = static_cast<long>(round) * (round + 1) / 2;
+    for (int m = 0; m < 3; ++m)
+      ASSERT_EQ(data[static_cast<size_t>(m)], expect) << "round " << round;
+  }
+}
+
 TEST(ThreadTeam, MemberExceptionPropagatesAndTeamStaysUsable) {
   ThreadTeam team(2);
   try {
