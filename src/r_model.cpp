@@ -216,7 +216,7 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
     o.nesterov = Rcpp::as<bool>(optimizer["nesterov"]);
     o.rho = Rcpp::as<double>(optimizer["rho"]);
     o.centered = Rcpp::as<bool>(optimizer["centered"]);
-    mr_glue::optimizer_extras_from_r(optimizer, o);  // issue 13: r_optimizer.cpp
+    mr_glue::optimizer_extras_from_r(optimizer, o);       // issue 13: r_optimizer.cpp
     mr_glue::loss_scale_from_r(optimizer, c.loss_scale);  // issue 14: r_mixed_precision.cpp
     for (R_xlen_t k = 0; k < outputs.size(); ++k) {
       const Rcpp::List out = outputs[k];

@@ -28,9 +28,9 @@
 
 #include "dist/replica_set.h"
 #include "nn/executor.h"
-#include "train/step_clock.h"
 #include "nn/graph.h"
 #include "train/param_ranges.h"
+#include "train/step_clock.h"
 
 namespace mr {
 

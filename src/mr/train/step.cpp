@@ -88,7 +88,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
       state_(state),
       update_(graph, replicas, state),
       clock_(replicas.size()) {
-  update_.set_clock(&clock_);  // i14-monitor
+  update_.set_clock(&clock_);                               // i14-monitor
   graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
