@@ -60,8 +60,14 @@ void UpdatePipeline::set_bytes_per_pack(int64_t bytes) {
 }
 
 namespace {
-// The gradient accumulator's slot: after the rule's slots and the EMA's.
-int accumulator_slot(const OptimizerConfig& c) { return rule_slot_count(c) + (c.use_ema ? 1 : 0); }
+// EMA's "average" follows the rule's slots; the gradient accumulator is
+// always the last slot (slot_names()), as Model::accumulator_slot() reads it.
+float* ema_slot(TrainingState& st, int rank, const OptimizerConfig& c) {
+  return c.use_ema ? st.slot_ptr(rank, rule_slot_count(c)) : nullptr;
+}
+float* accumulator_slot(TrainingState& st, int rank, const OptimizerConfig& c) {
+  return c.gradient_accumulation_steps > 0 ? st.slot_ptr(rank, slot_count(c) - 1) : nullptr;
+}
 }  // namespace
 
 GradReadyListener* UpdatePipeline::arm_buckets(int rank, const OptimizerConfig& c,
@@ -70,9 +76,7 @@ GradReadyListener* UpdatePipeline::arm_buckets(int rank, const OptimizerConfig& 
     buckets_.disarm(rank);  // accumulating: no all-reduce at all (step (a)); or fused
     return nullptr;
   }
-  float* acc =
-      c.gradient_accumulation_steps > 0 ? state_.slot_ptr(rank, accumulator_slot(c)) : nullptr;
-  return buckets_.arm(rank, state_.grads(rank), acc,
+  return buckets_.arm(rank, state_.grads(rank), accumulator_slot(state_, rank, c),
                       static_cast<float>(c.gradient_accumulation_steps));
 }
 
@@ -109,10 +113,8 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
   Backend& be = replicas_.backend(rank);
   float* w = state_.params(rank);
   float* g = state_.grads(rank);
-  const int n_rule = rule_slot_count(c);
-  int next_slot = n_rule;
-  float* average = c.use_ema ? state_.slot_ptr(rank, next_slot++) : nullptr;
-  float* acc = c.gradient_accumulation_steps > 0 ? state_.slot_ptr(rank, next_slot++) : nullptr;
+  float* average = ema_slot(state_, rank, c);
+  float* acc = accumulator_slot(state_, rank, c);
   // i14-overlap: armed buckets did the accumulation's mean and launched the
   // all-reduce during backward (train/grad_buckets.h).
   const bool bucketed = buckets_.armed(rank);
@@ -184,11 +186,10 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
 
 void UpdatePipeline::finalize(const OptimizerConfig& c) {
   if (!c.use_ema) return;
-  const int k = rule_slot_count(c);
   replicas_.run("finalize", state_.iterations + 1, [&](int rank) {
     Backend& be = replicas_.backend(rank);
     float* w = state_.params(rank);
-    const float* average = state_.slot_ptr(rank, k);
+    const float* average = ema_slot(state_, rank, c);
     for (const ParamRange& r : ranges_)
       be.copy(w + r.offset, average + r.offset, static_cast<size_t>(r.size) * sizeof(float));
   });
