@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -99,6 +100,18 @@ def contender_policy(name):
     return who, model, pol
 
 
+def paired_spread(lowp, f32):
+    """The rounds' accuracy differences (same round seed, so the same initial weights and data
+    order), against float32's own spread over the rounds' seeds: whether a gap is noise."""
+    if len(lowp) != len(f32) or len(f32) < 2:
+        return ""
+    diff = [100 * (a["test_acc"] - b["test_acc"]) for a, b in zip(lowp, f32)]
+    base = [100 * b["test_acc"] for b in f32]
+    return (f"; per round (same seed) {', '.join(f'{d:+.2f}' for d in diff)}: mean {statistics.mean(diff):+.2f}"
+            f" (sd {statistics.stdev(diff):.2f}); float32's own sd over the rounds' seeds"
+            f" {statistics.stdev(base):.2f} points")
+
+
 def render(args, names, results, failures, started, load_before, load_after, overflow):
     section = f"mixed_precision_{args.device}"
     begin, end = markers(section)
@@ -157,7 +170,8 @@ def render(args, names, results, failures, started, load_before, load_after, ove
             ok = abs(pts) <= ACC_POINTS
             verdicts.append(f"- {model} {pol}: test accuracy {100 * test_acc[name]:.2f}% against float32's"
                             f" {100 * test_acc[f32]:.2f}% ({pts:+.2f} points): "
-                            + (f"within {ACC_POINTS} points" if ok else f"NOT within {ACC_POINTS} points"))
+                            + (f"within {ACC_POINTS} points" if ok else f"NOT within {ACC_POINTS} points")
+                            + paired_spread(results[name], results[f32]))
     lines.append("")
     lines.extend(verdicts or ["- accuracy: no mirrored mixed-precision run to compare"])
     lines.append("- slower than float32: " + ("; ".join(slower) if slower else "none"))
