@@ -1,5 +1,9 @@
 // GEMM benchmark (not a test): GFLOP/s of CpuBackend::gemm at the shapes of
-// the MNIST MLP's forward and backward products and two large ones, next to
+// every product one training step of the MNIST MLP (784-256-256-10, batch 64)
+// issues (nn/layers/dense.cpp: forward X W (NN); backward dW = X^T dY (TN)
+// and dX = dY W^T (NT), the first layer's dX skipped as the input needs no
+// gradient; all with beta 0 and packed leading dimensions) and two large
+// ones, next to
 // the FMA ceiling of this CPU (a loop of independent vector FMAs).
 //   bench_gemm [threads=2] [seconds per shape=0.3]
 #include <chrono>
@@ -123,6 +127,8 @@ int main(int argc, char** argv) {
       {"fwd dense3  H W3", false, false, 64, 10, 256},
       {"bwd dW1  X^T dY", true, false, 784, 256, 64},
       {"bwd dW2  H^T dY", true, false, 256, 256, 64},
+      {"bwd dW3  H^T dY", true, false, 256, 10, 64},
+      {"bwd dX3  dY W3^T", false, true, 64, 256, 10},
       {"bwd dX2  dY W2^T", false, true, 64, 256, 256},
       {"large", false, false, 4096, 256, 784},
       {"large", false, false, 2048, 2048, 2048},
