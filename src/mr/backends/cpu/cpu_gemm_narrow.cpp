@@ -6,11 +6,15 @@
 // Why hand-written: general GEMM kernels tile C in blocks of 16+ columns and
 // k in long panels, so a 10-wide C or a 10-deep k leaves most vector lanes
 // idle or most of the time in packing. Measured on an Intel Xeon Sapphire
-// Rapids (2 cores; FMA-loop ceiling 231 GFLOP/s on one thread): oneDNN
-// 2.6.3's dnnl_sgemm ran them at 78 (NN), 74 (TN) and 129 (NT) GFLOP/s, and
-// a cached oneDNN f32 matmul primitive (its brgemm JIT) did no better (see
-// the report of bench/gemm_cpu in BENCHMARKS.md for the figures of these
-// kernels). Here every kernel keeps all 16 lanes busy:
+// Rapids (2 cores; FMA-loop ceiling ~230 GFLOP/s on one thread), 64-byte
+// aligned operands, one thread, GFLOP/s for H W3 / dW3 / dX3:
+//   oneDNN 2.6.3 dnnl_sgemm (the path before):   72-76 / 70 / 121-130
+//   oneDNN 2.6.3 f32 matmul primitive, cached
+//   (brgemm JIT, "brg:avx512_core"):              88-90 / 52 / 115-118
+//   these kernels:                               106-111 / 138-147 / 111-124
+// dX3 (k = 10: ten FMAs for each element of a 64 KB C) is no faster here
+// than dnnl_sgemm; it stays on these kernels so that the narrow products
+// share one dispatch and one split rule. Every kernel keeps all 16 lanes busy:
 //   n <= 16, op(A) = A (NN, NT): each C element is a dot product along k of
 //     a row of A and a row of op(B)^T (B itself for NT; for NN a transposed
 //     copy of a k-chunk of B on the stack), 4x4 elements per register tile,
@@ -40,7 +44,7 @@ namespace {
 
 // The register tiles' loops have compile-time trip counts; unrolled early,
 // their accumulator arrays live in registers (GCC 12 otherwise kept them on the
-// stack and stored them every iteration: 65 against 150+ GFLOP/s).
+// stack and stored them every iteration: dW3 ran at 70 against 143 GFLOP/s).
 #define MR_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int64_t kNarrow = 16;
@@ -179,15 +183,19 @@ void dot_rows(int64_t i0, int64_t n, const float* a, int64_t lda, const float* b
         dot_tile<R, 1>(ar, lda, bq, ldbt, kk, acc);
         break;
     }
+    // Lanes 4r .. 4r+nq-1 of the fold are row r's elements: one masked
+    // 4-lane store per row.
     alignas(64) float sums[16];
-    _mm512_store_ps(sums, fold16(acc));
+    __m512 f = fold16(acc);
+    if (alpha != 1.0f) f = _mm512_mul_ps(f, _mm512_set1_ps(alpha));
+    _mm512_store_ps(sums, f);
+    const __mmask8 mq = static_cast<__mmask8>((1u << nq) - 1u);
     MR_UNROLL
     for (int r = 0; r < R; ++r) {
       float* cr = c + (i0 + r) * ldc + j0;
-      for (int64_t q = 0; q < nq; ++q) {
-        const float v = alpha * sums[r * 4 + q];
-        cr[q] = beta == 0.0f ? v : v + beta * cr[q];
-      }
+      __m128 v = _mm_load_ps(sums + 4 * r);
+      if (beta != 0.0f) v = _mm_fmadd_ps(_mm_maskz_loadu_ps(mq, cr), _mm_set1_ps(beta), v);
+      _mm_mask_storeu_ps(cr, mq, v);
     }
   }
 }
@@ -296,8 +304,9 @@ void tn_kernel(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const 
     switch (nj) {
       MR_TN_CASE(1)
       MR_TN_CASE(2)
-      MR_TN_CASE(3) MR_TN_CASE(4) MR_TN_CASE(5) MR_TN_CASE(6) MR_TN_CASE(7) MR_TN_CASE(8)
-          MR_TN_CASE(9) MR_TN_CASE(10) MR_TN_CASE(11) default
+      MR_TN_CASE(3)
+      MR_TN_CASE(4) MR_TN_CASE(5) MR_TN_CASE(6) MR_TN_CASE(7) MR_TN_CASE(8) MR_TN_CASE(9)
+          MR_TN_CASE(10) MR_TN_CASE(11) default
           : tn_columns<12>(i0, i1, j0, k, alpha, a, lda, b, ldb, beta, c, ldc);
       break;
     }
