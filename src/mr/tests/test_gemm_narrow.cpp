@@ -35,7 +35,8 @@ struct Case {
   int64_t m, n, k;
 };
 
-// Runs every backend on one case and checks it; returns false after a failure.
+// Runs every team and gemm_serial on one case and checks them (the caller
+// stops at the first fatal failure).
 void check_case(const Case& g, float alpha, float beta, int64_t pad, uint64_t seed,
                 std::vector<std::unique_ptr<Backend>>& teams) {
   const int64_t arows = g.ta ? g.k : g.m, acols = g.ta ? g.m : g.k;
