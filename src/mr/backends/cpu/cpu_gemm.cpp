@@ -20,6 +20,7 @@
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_gemm_narrow.h"
 #include "build_config.h"
 #include "core/error.h"
 
@@ -151,6 +152,12 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     cpu::for_range(team_, m, m, [&](int64_t, int64_t) { scale_only(m, n, beta, c, ldc); });
     return;
   }
+  // One narrow dimension (n or k <= 16): the AVX-512 kernels of
+  // cpu_gemm_narrow.cpp (i14-narrow).
+  if (cpu::narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
+    cpu::narrow_gemm(&team_, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
   const int size = team_.size();
   const bool small = m * n * k < kParallelMinMacs || size == 1;
   if (small) {
@@ -197,6 +204,10 @@ void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
   if (m <= 0 || n <= 0) return;
   if (k == 0) {
     scale_only(m, n, beta, c, ldc);
+    return;
+  }
+  if (narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
+    narrow_gemm(nullptr, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   block_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

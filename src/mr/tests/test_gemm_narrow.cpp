@@ -1,0 +1,172 @@
+// The narrow-dimension GEMM kernels (cpu_gemm_narrow.cpp): n <= 16 (NN, NT
+// dot products; TN broadcast FMAs) and k <= 16 (NN, NT broadcast FMAs), and
+// the shapes next to them that fall back to the general GEMM (TT, n = 17).
+// Every transpose pair, beta 0 / 1 / 0.5, alpha != 1, odd sizes, leading
+// dimensions wider than the operands, k beyond one chunk of the transposed
+// copy: within a double-precision loop's rounding bound, the padding of C
+// untouched, and bit-identical for teams of 1, 2 and 3 threads and for the
+// team-less gemm_serial.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_gemm_narrow.h"
+#include "core/rng.h"
+
+namespace mr {
+namespace {
+
+using Vec = std::vector<float>;
+
+Vec random_vec(size_t n, uint64_t seed) {
+  const RandomStream rs(seed, 0, 0);
+  Vec v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = 2.0f * rs.uniform(i) - 1.0f;
+  return v;
+}
+
+struct Case {
+  bool ta, tb;
+  int64_t m, n, k;
+};
+
+// Runs every team and gemm_serial on one case and checks them (the caller
+// stops at the first fatal failure).
+void check_case(const Case& g, float alpha, float beta, int64_t pad, uint64_t seed,
+                std::vector<std::unique_ptr<Backend>>& teams) {
+  const int64_t arows = g.ta ? g.k : g.m, acols = g.ta ? g.m : g.k;
+  const int64_t brows = g.tb ? g.n : g.k, bcols = g.tb ? g.k : g.n;
+  const int64_t lda = acols + pad, ldb = bcols + 2 * pad, ldc = g.n + pad + 1;
+  const Vec a = random_vec(static_cast<size_t>(arows * lda), seed);
+  const Vec b = random_vec(static_cast<size_t>(brows * ldb), seed + 1);
+  Vec c0 = random_vec(static_cast<size_t>(g.m * ldc), seed + 2);
+  if (beta == 0.0f)  // beta == 0 must never read C
+    for (int64_t i = 0; i < g.m; ++i)
+      for (int64_t j = 0; j < g.n; ++j) c0[static_cast<size_t>(i * ldc + j)] = std::nanf("");
+  std::vector<Vec> out;
+  for (auto& be : teams) {
+    Vec c = c0;
+    be->gemm(g.ta, g.tb, g.m, g.n, g.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+    out.push_back(std::move(c));
+  }
+  {
+    Vec c = c0;
+    cpu::gemm_serial(g.ta, g.tb, g.m, g.n, g.k, alpha, a.data(), lda, b.data(), ldb, beta, c.data(),
+                     ldc);
+    out.push_back(std::move(c));
+  }
+  const std::string what = std::to_string(g.m) + "x" + std::to_string(g.n) + "x" +
+                           std::to_string(g.k) + " ta=" + std::to_string(g.ta) +
+                           " tb=" + std::to_string(g.tb) + " alpha=" + std::to_string(alpha) +
+                           " beta=" + std::to_string(beta) + " pad=" + std::to_string(pad);
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < ldc; ++j) {
+      const size_t o = static_cast<size_t>(i * ldc + j);
+      if (j >= g.n) {
+        ASSERT_EQ(std::memcmp(&out[0][o], &c0[o], sizeof(float)), 0) << what << ": padding written";
+        continue;
+      }
+      double s = 0.0, mag = 0.0;
+      for (int64_t p = 0; p < g.k; ++p) {
+        const double av =
+            g.ta ? a[static_cast<size_t>(p * lda + i)] : a[static_cast<size_t>(i * lda + p)];
+        const double bv =
+            g.tb ? b[static_cast<size_t>(j * ldb + p)] : b[static_cast<size_t>(p * ldb + j)];
+        s += av * bv;
+        mag += std::fabs(av * bv);
+      }
+      s *= alpha;
+      mag *= std::fabs(alpha);
+      if (beta != 0.0f) {
+        s += beta * static_cast<double>(c0[o]);
+        mag += std::fabs(beta * static_cast<double>(c0[o]));
+      }
+      ASSERT_NEAR(out[0][o], s, 1e-6 + 2e-7 * static_cast<double>(g.k + 2) * mag)
+          << what << " at " << i << "," << j;
+    }
+  for (size_t t = 1; t < out.size(); ++t)
+    for (size_t o = 0; o < out[0].size(); ++o)
+      ASSERT_EQ(std::memcmp(&out[0][o], &out[t][o], sizeof(float)), 0)
+          << what << ": run " << t << " (teams of 1..3, then gemm_serial) differs at element " << o;
+}
+
+std::vector<std::unique_ptr<Backend>> make_teams() {
+  std::vector<std::unique_ptr<Backend>> teams;
+  for (int t = 1; t <= 3; ++t) teams.push_back(make_cpu_backend(0, t));
+  return teams;
+}
+
+TEST(CpuGemmNarrow, SmallDimensionsEveryTransposeBetaAndStride) {
+  auto teams = make_teams();
+  uint64_t seed = 100;
+  const int64_t ms[] = {1, 5, 63, 67};
+  const int64_t small[] = {1, 3, 10, 15, 17};
+  const int64_t wide[] = {33, 100};
+  for (int t = 0; t < 4; ++t) {
+    const bool ta = t & 1, tb = t & 2;
+    for (int64_t m : ms)
+      for (int64_t s : small)
+        for (int64_t w : wide) {
+          // narrow n (wide k), and narrow k (wide n)
+          for (const Case g : {Case{ta, tb, m, s, w}, Case{ta, tb, m, w, s}})
+            for (float beta : {0.0f, 1.0f, 0.5f}) {
+              check_case(g, beta == 0.5f ? -0.75f : 1.0f, beta, (seed % 3 == 0) ? 0 : 5, seed,
+                         teams);
+              if (HasFatalFailure()) return;
+              seed += 3;
+            }
+        }
+  }
+}
+
+TEST(CpuGemmNarrow, StepShapesLongKAndSplitsAcrossTheTeam) {
+  auto teams = make_teams();
+  const Case cases[] = {
+      // The vignette's output layer at batch 64: H W3, dW3 = H^T dY, dX3 = dY W3^T.
+      {false, false, 64, 10, 256},
+      {true, false, 256, 10, 64},
+      {false, true, 64, 256, 10},
+      // Large enough to split over the team, with ragged ends.
+      {false, false, 1001, 10, 257},
+      {false, true, 999, 13, 300},
+      {true, false, 1003, 10, 129},
+      {true, false, 517, 16, 70},
+      {false, false, 301, 1003, 10},
+      {false, true, 257, 999, 16},
+      // k beyond one 512-float chunk of the transposed copy of B.
+      {false, false, 37, 7, 1100},
+      {false, true, 37, 7, 1100},
+      // Fallbacks next to the kernels' shapes (TT narrow, n = 17, TN narrow k).
+      {true, true, 70, 10, 90},
+      {false, false, 70, 17, 90},
+      {true, false, 70, 90, 10},
+  };
+  uint64_t seed = 9000;
+  for (const Case& g : cases)
+    for (float beta : {0.0f, 1.0f}) {
+      check_case(g, 1.0f, beta, beta == 0.0f ? 0 : 3, seed, teams);
+      if (HasFatalFailure()) return;
+      seed += 3;
+    }
+}
+
+TEST(CpuGemmNarrow, HandlesOnlyTheNarrowShapes) {
+  if (!cpu::narrow_gemm_handles(false, false, 64, 10, 256))
+    GTEST_SKIP() << "this build has no AVX-512 kernels: every shape runs on the general GEMM";
+  EXPECT_TRUE(cpu::narrow_gemm_handles(true, false, 256, 10, 64));
+  EXPECT_TRUE(cpu::narrow_gemm_handles(false, true, 64, 256, 10));
+  EXPECT_TRUE(cpu::narrow_gemm_handles(false, true, 64, 16, 256));
+  EXPECT_FALSE(cpu::narrow_gemm_handles(true, true, 64, 10, 256));
+  EXPECT_FALSE(cpu::narrow_gemm_handles(false, false, 64, 17, 256));
+  EXPECT_FALSE(cpu::narrow_gemm_handles(true, false, 64, 256, 10));
+  EXPECT_FALSE(cpu::narrow_gemm_handles(false, false, 64, 256, 784));
+  EXPECT_FALSE(cpu::narrow_gemm_handles(false, false, 64, 10, 0));
+}
+
+}  // namespace
+}  // namespace mr
