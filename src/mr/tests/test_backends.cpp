@@ -20,10 +20,7 @@ namespace mr {
 namespace {
 
 std::vector<float> random_vec(size_t n, uint32_t stream, float lo = -1.0f, float hi = 1.0f) {
-  const RandomStream rs(12345, 0, stream);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * rs.uniform(i);
-  return v;
+  return uniform_floats(n, 12345, stream, lo, hi);
 }
 
 double rel_err(const std::vector<float>& got, const std::vector<float>& want) {

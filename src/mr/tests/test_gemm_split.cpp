@@ -14,18 +14,14 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/rng.h"
+#include "tests/test_util.h"
 
 namespace mr {
 namespace {
 
 using Vec = std::vector<float>;
 
-Vec random_vec(size_t n, uint64_t seed) {
-  const RandomStream rs(seed, 0, 0);
-  Vec v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = 2.0f * rs.uniform(i) - 1.0f;
-  return v;
-}
+Vec random_vec(size_t n, uint64_t seed) { return uniform_floats(n, seed); }
 
 struct Case {
   bool ta, tb;

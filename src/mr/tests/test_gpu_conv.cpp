@@ -25,12 +25,7 @@
 namespace mr {
 namespace {
 
-std::vector<float> random_vec(size_t n, uint32_t stream) {
-  const RandomStream rs(4242, 0, stream);
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = -1.0f + 2.0f * rs.uniform(i);
-  return v;
-}
+std::vector<float> random_vec(size_t n, uint32_t stream) { return uniform_floats(n, 4242, stream); }
 
 double rel_err(const std::vector<float>& got, const std::vector<float>& want) {
   EXPECT_EQ(got.size(), want.size());

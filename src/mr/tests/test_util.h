@@ -3,14 +3,27 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/device_info.h"
 #include "core/error.h"
+#include "core/rng.h"
 
 namespace mr {
+
+// n floats uniform in [lo, hi) from Philox keyed by (seed, stream): the same
+// values on every platform and run.
+inline std::vector<float> uniform_floats(size_t n, uint64_t seed, uint32_t stream = 0,
+                                         float lo = -1.0f, float hi = 1.0f) {
+  const RandomStream rs(seed, 0, stream);
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * rs.uniform(i);
+  return v;
+}
 
 // Runs `f`, expects it to throw mr::Error of kind io, and returns its message
 // (empty, with a test failure, when nothing was thrown).
