@@ -583,6 +583,12 @@ class Backend {
   virtual bool graph_launch(int /*slot*/) { return false; }
   // Drops every graph (their memory is released once they finished).
   virtual void graph_reset() {}
+  // ---- i14-devinput: input staged on a lane (train/device_input.h) ----------
+  // dst (device) = bytes of host_src on `lane`: upload() on any lane. host_src
+  // may be reused when it returns (CUDA copies it into pinned staging first
+  // and queues the transfer on the lane's stream; the CPU copies at once). A
+  // transfer on the copy lane is ordered with compute only through events.
+  virtual void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) = 0;
 
  private:
   WaitLimits limits_;

@@ -32,8 +32,13 @@ class Progress {
 // the replicas work on the current one.
 // Training steps are timed on the model's step clock (i14-monitor): the
 // caller's draws from the source are its input intervals.
+LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batches,
+                            LoopHooks& hooks, bool train);
+
 LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                      bool train) {
+  if (model.device_input_active())  // i14-devinput
+    return run_staged_steps(model, source, max_batches, hooks, train);
   LoopResult res;
   model.reset_metrics();
   Progress progress(hooks);
@@ -77,6 +82,73 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
     }
     std::swap(cur, next);
     have = have_next;
+  }
+  res.logs = model.read_metrics();
+  if (clock != nullptr) clock->end_epoch();
+  return res;
+}
+
+// ---- i14-devinput: the same loop with batches staged ahead in device slots ----
+// Step i reads device slot i % 2; it copies the slot out, then stages batch
+// i + 2 into it on the copy lane, so that while step i computes, batch i + 1
+// is staged and batch i + 2 is on its way. Meanwhile the caller draws batch
+// i + 3. Host validity (data/batch.h: a batch stays valid until the source
+// has produced two more): batch i + 3 invalidates batch i + 1, which step
+// i - 1 (or the pass's start) staged already; batch i + 2, read by step i,
+// stays valid until batch i + 4 is drawn during step i + 1. What a step
+// still needs of its batch on the host (rows, the loss's per-batch
+// arguments) is kept with the slot when it is staged (Step::prepare_slot).
+LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batches,
+                            LoopHooks& hooks, bool train) {
+  LoopResult res;
+  model.reset_metrics();
+  Progress progress(hooks);
+  StepClock* clock = train ? &model.step_clock() : nullptr;
+  auto draw = [&source, clock](HostBatch& b) {
+    if (clock != nullptr) clock->begin_input();
+    const bool got = source.next(b);
+    if (clock != nullptr) clock->end_input();
+    return got;
+  };
+  auto wanted = [max_batches](int64_t k) { return max_batches < 0 || k < max_batches; };
+  // Batch k's host batch lives in host[k % 2] until it is staged.
+  HostBatch host[2];
+  bool have = wanted(0) && draw(host[0]);
+  bool have_next = have && wanted(1) && draw(host[1]);
+  if (have) {
+    // The pass's first two batches, staged before its first step: the
+    // replicas' input time (the caller waits for them).
+    if (clock != nullptr) clock->begin_input();
+    model.stage_inputs(host[0], have_next ? &host[1] : nullptr);
+    if (clock != nullptr) clock->end_input();
+  }
+  bool have_ahead = have_next && wanted(2) && draw(host[0]);  // batch 0 is staged
+  const bool per_batch = hooks.batch_events();
+  for (int64_t i = 0; have; ++i) {
+    if (clock != nullptr) clock->begin_step();
+    if (per_batch) hooks.on_batch_begin(res.batches);
+    model.start_staged_step(train, static_cast<int>(i % 2), have_ahead ? &host[i % 2] : nullptr);
+    bool have_after = false;  // batch i + 3, into batch i + 1's host batch (staged)
+    try {
+      have_after = have_ahead && wanted(i + 3) && draw(host[(i + 1) % 2]);
+    } catch (...) {
+      model.finish_step();  // never leave a step in flight
+      throw;
+    }
+    const bool stop = model.finish_step([&hooks] { return hooks.interrupted(); });
+    ++res.batches;
+    const bool last = !have_next;
+    if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
+    if (progress.due(last || res.batches == 1))
+      hooks.on_progress(res.batches, model.read_metrics());
+    if (!last && train && hooks.stop_requested()) break;
+    if (!last && (stop || hooks.interrupted())) {
+      res.interrupted = true;
+      break;
+    }
+    have = have_next;
+    have_next = have_ahead;
+    have_ahead = have_after;
   }
   res.logs = model.read_metrics();
   if (clock != nullptr) clock->end_epoch();

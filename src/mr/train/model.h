@@ -191,6 +191,41 @@ class Model {
   bool cuda_graphs() const { return step_.graphs().enabled(); }
   // Replays, captures and eager steps so far (0 replays on CPU replicas).
   const StepGraphStats& cuda_graph_stats() const { return step_.graphs().stats(); }
+
+  // ---- i14-devinput: input staged ahead on the device (train/device_input.h) ----
+ public:
+  // options(mirrored.device_input): -1 automatic (on for GPU replicas, off
+  // for CPU ones, which have no copy lane), 0 off, 1 on; between steps.
+  void set_device_input(int mode);
+  int device_input_mode() const { return device_input_mode_; }
+  // Whether train_epoch()/evaluate() stage batches ahead in device slots.
+  bool device_input_active() const;
+  // Stages `first` into slot 0 and `second` (when not null) into slot 1 of
+  // every replica and waits: the start of a pass, outside steps. Checks both
+  // batches as start_train_step() does.
+  void stage_inputs(const HostBatch& first, const HostBatch* second);
+  // A training (or evaluation) step on the batch staged in `slot`; once the
+  // replicas copied it out, they stage `ahead` (the batch after the next,
+  // when not null; checked here) into the same slot on the copy lane. `ahead`
+  // must stay valid until finish_step() returns.
+  void start_staged_step(bool train, int slot, const HostBatch* ahead);
+  // Slot uploads and slot reads so far, summed over replicas.
+  int64_t staged_inputs() const { return step_.device_input().staged(); }
+  int64_t taken_inputs() const { return step_.device_input().taken(); }
+  // For tests, between steps: DeviceInput::probe_order() on replica `rank`.
+  DeviceInput::Order device_input_order(int rank, int slot) {
+    return step_.device_input().probe_order(rank, slot);
+  }
+
+ private:
+  // After a staged step's wait: leaves slot mode and stages an `ahead` that
+  // did not fit its slot (grown here, between steps). `ok`: the step ended
+  // without an error (otherwise nothing more is staged).
+  void end_staged_step(bool ok);
+  int device_input_mode_ = -1;
+  HostBatch staged_desc_;  // the staged step in flight's descriptor
+  const HostBatch* late_ahead_ = nullptr;
+  int late_slot_ = 0;
 };
 
 }  // namespace mr

@@ -90,6 +90,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
       clock_(replicas.size()) {
   update_.set_clock(&clock_);                               // i14-monitor
   graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
+  input_ = std::make_unique<DeviceInput>(replicas);         // i14-devinput
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -156,8 +157,20 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
 }
 
 std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool targets) {
-  Replica& rep = *reps_[static_cast<size_t>(rank)];
+  if (slot_ >= 0) return take_slot(rank, batch, targets);  // i14-devinput
   Backend& be = replicas_.backend(rank);
+  return place(rank, batch, targets, [&](size_t part, void* dst, int64_t offset, size_t bytes) {
+    be.upload(dst, batch.parts[part].data + offset, bytes);
+  });
+}
+
+// Where each part of replica `rank`'s slice goes: put(part, dst, offset,
+// bytes) moves `bytes` of batch part `part` from float `offset` of the global
+// batch (the slice's first row) to `dst`. One mapping for direct uploads and
+// for copies out of a device input slot (i14-devinput).
+template <class Put>
+std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool targets, Put&& put) {
+  Replica& rep = *reps_[static_cast<size_t>(rank)];
   int64_t begin = 0, count = 0;
   replica_slice(batch.rows, replicas_.size(), rank, begin, count);
   rep.rows_last = count;
@@ -166,8 +179,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
   const size_t n_in = graph_.inputs().size();
   for (size_t k = 0; k < n_in; ++k) {
     const HostComponent& c = batch.parts[k];
-    be.upload(rep.exec->input(static_cast<int>(k)), c.data + begin * c.width,
-              static_cast<size_t>(count * c.width) * sizeof(float));
+    put(k, rep.exec->input(static_cast<int>(k)), begin * c.width,
+        static_cast<size_t>(count * c.width) * sizeof(float));
   }
   if (targets) {
     const size_t n_out = graph_.outputs().size();
@@ -175,8 +188,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
     for (size_t k = 0; k < n_out; ++k) {
       const HostComponent& c = batch.parts[n_in + k];
       MR_CHECK(count * c.width <= rep.target_capacity[k], internal, "targets exceed their buffer");
-      be.upload(rep.targets[k].get(), c.data + begin * c.width,
-                static_cast<size_t>(count * c.width) * sizeof(float));
+      put(n_in + k, rep.targets[k].get(), begin * c.width,
+          static_cast<size_t>(count * c.width) * sizeof(float));
     }
     // Sample weights: one float per row; a part shared by all outputs is
     // uploaded once.
@@ -193,8 +206,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
         rep.sw[k] = rep.sw[k - 1];
         continue;
       }
-      be.upload(rep.weights[k].get(), batch.parts[static_cast<size_t>(part)].data + begin,
-                static_cast<size_t>(count) * sizeof(float));
+      put(static_cast<size_t>(part), rep.weights[k].get(), begin,
+          static_cast<size_t>(count) * sizeof(float));
       rep.sw[k] = static_cast<const float*>(rep.weights[k].get());
       staged = part;
     }
@@ -222,6 +235,10 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
 }
 
 void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
+  if (slot_ >= 0) {  // i14-devinput: computed when the slot's batch was staged
+    batch_params_ = slot_params_[static_cast<size_t>(slot_)];
+    return;
+  }
   batch_params_.resize(c.outputs.size());  // allocates once, at the first step
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const HostComponent& t = batch.parts[graph_.inputs().size() + k];
@@ -367,6 +384,35 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   // the skip word after every step: eager.
   if (c.loss_scale.dynamic) return false;
   return true;
+}
+
+// ---- i14-devinput: input staged ahead in device slots ---------------------------
+std::pair<int64_t, int64_t> Step::take_slot(int rank, const HostBatch& desc, bool targets) {
+  const int slot = slot_;
+  input_->begin_take(rank, slot);
+  const auto range = place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t bytes) {
+    input_->copy_part(rank, slot, part, dst, bytes);
+  });
+  input_->end_take(rank, slot);
+  // The slot is free once the copies above ran: the batch after next goes
+  // into it on the copy lane while this step computes.
+  if (ahead_ != nullptr) input_->stage(rank, slot, *ahead_);
+  return range;
+}
+
+void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c) {
+  input_->describe(slot, batch);
+  std::vector<LossParams>& params = slot_params_[static_cast<size_t>(slot)];
+  params.resize(c.outputs.size());
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
+    params[k] = batch_loss_params(c.outputs[k].loss, t.data, batch.rows, t.width);
+  }
+}
+
+void Step::stage_slot_now(int slot, const HostBatch& batch) {
+  replicas_.run("input staging", state_.iterations + 1,
+                [&](int r) { input_->stage(r, slot, batch); });
 }
 
 }  // namespace mr

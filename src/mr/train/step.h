@@ -9,6 +9,7 @@
 // posted (a larger batch than any before grows them there, between steps).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/device_input.h"
 #include "train/loss_scale.h"
 #include "train/step_clock.h"
 #include "train/step_graphs.h"
@@ -154,6 +156,34 @@ class Step {
   bool graph_eligible(const CompileConfig& c) const;
   std::unique_ptr<StepGraphs> graphs_;
   StepGraphKey graph_key_;  // the step in flight's key, its vector reused
+  // ---- i14-devinput: input staged ahead in device slots (train/device_input.h) ----
+ public:
+  DeviceInput& device_input() { return *input_; }
+  const DeviceInput& device_input() const { return *input_; }
+  // The host side of staging `batch` into `slot`: its descriptor and each
+  // output's loss arguments (set_batch_params reads the targets, which the
+  // host batch may no longer hold when the slot's step runs). Caller's
+  // thread, while no replica reads the slot's host side.
+  void prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c);
+  // Stages `batch` into `slot` on every replica and waits (outside steps).
+  void stage_slot_now(int slot, const HostBatch& batch);
+  // The next post_train()/post_eval() reads slot `slot` (its batch argument
+  // is then the slot's descriptor) and, once the slot is copied out, stages
+  // `ahead` (when not null) into it on the copy lane; -1: the batch's host
+  // data as before. Set between steps only.
+  void use_slot(int slot, const HostBatch* ahead) {
+    slot_ = slot;
+    ahead_ = ahead;
+  }
+
+ private:
+  std::pair<int64_t, int64_t> take_slot(int rank, const HostBatch& desc, bool targets);
+  template <class Put>
+  std::pair<int64_t, int64_t> place(int rank, const HostBatch& batch, bool targets, Put&& put);
+  std::unique_ptr<DeviceInput> input_;
+  std::array<std::vector<LossParams>, DeviceInput::kSlots> slot_params_;
+  int slot_ = -1;
+  const HostBatch* ahead_ = nullptr;
 };
 
 }  // namespace mr

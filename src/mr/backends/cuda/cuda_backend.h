@@ -359,6 +359,9 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<CapturedGraph>> graphs_;  // by slot
   bool capturing_ = false;
   bool armed_before_capture_ = false;  // status_armed_ when the capture began
+  // ---- i14-devinput: uploads on either stream (cuda_memory.cu) ----
+ public:
+  void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) override;
 };
 
 namespace cuda {

@@ -272,6 +272,26 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   wait_idle("an upload from pageable memory");
 }
 
+// i14-devinput: the same path on the lane's stream. An oversized upload
+// from pageable memory waits for that stream only.
+void CudaBackend::upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) {
+  if (lane == Lane::compute) {
+    upload(dst, host_src, bytes);
+    return;
+  }
+  if (bytes == 0) return;
+  use_device(ordinal_);
+  if (bytes <= pinned_->slot_bytes()) {
+    pinned_->upload(copy_stream_, dst, host_src, bytes, wait_limits(), who());
+    return;
+  }
+  // idle_ is only ever waited on by the caller's thread, which this is.
+  MR_CUDA_CALL(
+      cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_), ordinal_);
+  MR_CUDA_CALL(cudaEventRecord(idle_, copy_stream_), ordinal_);
+  cuda_wait_event(idle_, ordinal_, wait_limits(), who(), "an upload from pageable memory");
+}
+
 void CudaBackend::reserve_staging(size_t bytes) {
   use_device(ordinal_);
   pinned_->reserve(std::min(bytes, kPinnedMax), wait_limits(), who());

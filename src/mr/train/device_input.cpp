@@ -1,0 +1,141 @@
+#include "train/device_input.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+#include "dist/batch_split.h"
+
+namespace mr {
+
+namespace {
+// The largest slice of a global batch of `rows` (the first replica's,
+// dist/batch_split.h), at least one row so that every part has a buffer.
+int64_t widest_slice(int64_t rows, int replicas) {
+  return std::max<int64_t>(1, (rows + replicas - 1) / replicas);
+}
+}  // namespace
+
+DeviceInput::DeviceInput(ReplicaSet& replicas)
+    : replicas_(replicas), reps_(static_cast<size_t>(replicas.size())) {
+  for (int r = 0; r < replicas.size(); ++r)
+    for (Slot& s : reps_[static_cast<size_t>(r)].slots) {
+      s.filled = replicas.backend(r).create_event();
+      s.consumed = replicas.backend(r).create_event();
+    }
+}
+
+DeviceInput::~DeviceInput() = default;
+
+bool DeviceInput::fits(int slot, const HostBatch& batch) const {
+  const int64_t rows = widest_slice(batch.rows, replicas_.size());
+  for (const Replica& rep : reps_) {
+    const Slot& s = rep.slots[static_cast<size_t>(slot)];
+    if (s.capacity.size() < batch.parts.size()) return false;
+    for (size_t p = 0; p < batch.parts.size(); ++p)
+      if (rows * batch.parts[p].width > s.capacity[p]) return false;
+  }
+  return true;
+}
+
+void DeviceInput::reserve(int slot, const HostBatch& batch) {
+  if (fits(slot, batch)) return;
+  const int64_t rows = widest_slice(batch.rows, replicas_.size());
+  for (int r = 0; r < replicas_.size(); ++r) {
+    Slot& s = slot_of(r, slot);
+    Backend& be = replicas_.backend(r);
+    // A slot's previous contents may still be read by an earlier step's
+    // device-to-device copy: the backend's allocator orders frees after the
+    // compute lane's queued work (a CUDA free synchronises), so growth is
+    // safe between steps.
+    if (s.parts.size() < batch.parts.size()) {
+      while (s.parts.size() < batch.parts.size()) s.parts.emplace_back(nullptr, DeviceFree{});
+      s.capacity.resize(batch.parts.size(), 0);
+    }
+    for (size_t p = 0; p < batch.parts.size(); ++p) {
+      const int64_t need = rows * std::max<int64_t>(1, batch.parts[p].width);
+      if (need <= s.capacity[p]) continue;
+      s.parts[p] = be.allocate(static_cast<size_t>(need) * sizeof(float));
+      s.capacity[p] = need;
+    }
+  }
+}
+
+void DeviceInput::describe(int slot, const HostBatch& batch) {
+  HostBatch& d = desc_[static_cast<size_t>(slot)];
+  d.rows = batch.rows;
+  d.parts = batch.parts;  // reuses the vector's capacity after the first batch
+  for (HostComponent& c : d.parts) c.data = nullptr;
+}
+
+void DeviceInput::stage(int rank, int slot, const HostBatch& batch) {
+  Slot& s = slot_of(rank, slot);
+  Backend& be = replicas_.backend(rank);
+  int64_t begin = 0, count = 0;
+  replica_slice(batch.rows, replicas_.size(), rank, begin, count);
+  MR_CHECK(s.parts.size() >= batch.parts.size(), internal, "input slot ", slot,
+           " not reserved for ", batch.parts.size(), " parts");
+  // The step that read this slot last has copied it out (or, at the first
+  // use, the event is complete).
+  be.wait_event(*s.consumed, Lane::copy);
+  for (size_t p = 0; p < batch.parts.size(); ++p) {
+    const HostComponent& c = batch.parts[p];
+    MR_CHECK(count * c.width <= s.capacity[p], internal, "a slice of ", count,
+             " rows exceeds input slot ", slot);
+    be.upload_on(Lane::copy, s.parts[p].get(), c.data + begin * c.width,
+                 static_cast<size_t>(count * c.width) * sizeof(float));
+  }
+  be.record_event(*s.filled, Lane::copy);
+  ++reps_[static_cast<size_t>(rank)].staged;
+}
+
+void DeviceInput::begin_take(int rank, int slot) {
+  replicas_.backend(rank).wait_event(*slot_of(rank, slot).filled, Lane::compute);
+}
+
+void DeviceInput::copy_part(int rank, int slot, size_t p, void* dst, size_t bytes) {
+  Slot& s = slot_of(rank, slot);
+  MR_CHECK(p < s.parts.size() && bytes <= static_cast<size_t>(s.capacity[p]) * sizeof(float),
+           internal, "input slot ", slot, " has no part ", p, " of ", bytes, " bytes");
+  replicas_.backend(rank).copy_on(Lane::compute, dst, s.parts[p].get(), bytes);
+}
+
+void DeviceInput::end_take(int rank, int slot) {
+  replicas_.backend(rank).record_event(*slot_of(rank, slot).consumed, Lane::compute);
+  ++reps_[static_cast<size_t>(rank)].taken;
+}
+
+int64_t DeviceInput::staged() const {
+  int64_t n = 0;
+  for (const Replica& r : reps_) n += r.staged;
+  return n;
+}
+
+int64_t DeviceInput::taken() const {
+  int64_t n = 0;
+  for (const Replica& r : reps_) n += r.taken;
+  return n;
+}
+
+DeviceInput::Order DeviceInput::probe_order(int rank, int slot) {
+  Backend& be = replicas_.backend(rank);
+  Replica& rep = reps_[static_cast<size_t>(rank)];
+  if (rep.marker == nullptr) rep.marker = be.create_event();
+  be.record_event(*rep.marker, Lane::compute);
+  const Event& filled = *slot_of(rank, slot).filled;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    const bool up = be.event_done(filled);
+    const bool done = be.event_done(*rep.marker);
+    if (up && !done) return Order::upload_first;
+    if (done) {
+      if (up) return Order::undetermined;  // both finished between two polls
+      be.wait_host(filled, "a staged input upload");
+      return Order::compute_first;
+    }
+    MR_CHECK(std::chrono::steady_clock::now() < deadline, device,
+             "the compute lane did not finish within 60 s");
+  }
+}
+
+}  // namespace mr

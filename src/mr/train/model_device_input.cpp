@@ -1,0 +1,90 @@
+// Model's side of input staged ahead on the device (i14-devinput): the
+// checks and the host bookkeeping of train/device_input.h's slots.
+#include "core/error.h"
+#include "train/model.h"
+
+namespace mr {
+
+void Model::set_device_input(int mode) {
+  MR_CHECK(mode >= -1 && mode <= 1, value, "device input mode must be -1, 0 or 1, got ", mode);
+  MR_CHECK(!in_flight_, internal, "a step is in flight");
+  device_input_mode_ = mode;
+}
+
+bool Model::device_input_active() const {
+  if (device_input_mode_ >= 0) return device_input_mode_ == 1;
+  // Automatic: only a backend with a copy lane gains from it; on the CPU it
+  // would only add a copy.
+  for (int r = 0; r < replicas_.size(); ++r)
+    if (replicas_.backend(r).kind() != DeviceKind::cuda) return false;
+  return true;
+}
+
+void Model::stage_inputs(const HostBatch& first, const HostBatch* second) {
+  MR_CHECK(compiled_, value, "the model must be compiled before training");
+  MR_CHECK(!in_flight_, internal, "a step is already in flight");
+  const HostBatch* batches[2] = {&first, second};
+  for (int slot = 0; slot < 2; ++slot) {
+    const HostBatch* b = batches[slot];
+    if (b == nullptr) continue;
+    MR_CHECK(b->rows > 0, value, "empty batch");
+    check_batch(*b, true);
+    // Pinned staging and the step's buffers for the batch (Step::reserve).
+    step_.reserve(b->rows, target_widths(*b), has_weights(*b));
+    step_.device_input().reserve(slot, *b);
+    step_.prepare_slot(slot, *b, config_);
+  }
+  step_.stage_slot_now(0, first);
+  if (second != nullptr) step_.stage_slot_now(1, *second);
+}
+
+void Model::start_staged_step(bool train, int slot, const HostBatch* ahead) {
+  MR_CHECK(compiled_, value, "the model must be compiled before ",
+           train ? "training" : "evaluation");
+  MR_CHECK(!in_flight_, internal, "a step is already in flight");
+  MR_CHECK(slot >= 0 && slot < DeviceInput::kSlots, internal, "no input slot ", slot);
+  if (ahead != nullptr) {
+    MR_CHECK(ahead->rows > 0, value, "empty batch");
+    check_batch(*ahead, true);
+  }
+  staged_desc_ = step_.device_input().descriptor(slot);  // reuses its capacity
+  MR_CHECK(staged_desc_.rows > 0, internal, "input slot ", slot, " holds no batch");
+  step_.reserve(staged_desc_.rows, target_widths(staged_desc_), has_weights(staged_desc_));
+  // A batch larger than the slot (a source whose batches grow) cannot be
+  // staged inside the step: the slot grows after it (end_staged_step).
+  const bool fits = ahead == nullptr || step_.device_input().fits(slot, *ahead);
+  late_ahead_ = fits ? nullptr : ahead;
+  late_slot_ = slot;
+  step_.use_slot(slot, fits ? ahead : nullptr);
+  try {
+    if (train) {
+      step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
+      step_.post_train(staged_desc_, config_, state_.iterations);
+    } else {
+      step_.post_eval(staged_desc_, config_);
+    }
+  } catch (...) {
+    step_.use_slot(-1, nullptr);
+    late_ahead_ = nullptr;
+    throw;
+  }
+  in_flight_ = true;
+  in_flight_train_ = train;
+  state_.samples_seen += staged_desc_.rows;
+  // The replicas read neither the descriptor nor the loss arguments of a
+  // slot (the step in flight copied its own), so the batch after next takes
+  // the slot's host side now, while its host data are valid.
+  if (ahead != nullptr) step_.prepare_slot(slot, *ahead, config_);
+}
+
+void Model::end_staged_step(bool ok) {
+  step_.use_slot(-1, nullptr);
+  const HostBatch* late = late_ahead_;
+  late_ahead_ = nullptr;
+  if (!ok || late == nullptr) return;
+  step_.reserve(late->rows, target_widths(*late), has_weights(*late));
+  step_.device_input().reserve(late_slot_, *late);
+  step_.stage_slot_now(late_slot_, *late);
+}
+
+}  // namespace mr
