@@ -119,6 +119,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
                                   validation_steps)
 
   apply_cuda_graphs_option(model)  # options(mirrored.cuda_graphs) (R/cuda-graphs.R)
+  apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
   history <- callback_history()
   cbl <- callback_list(c(as_callback_list(callbacks), list(history, callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = epochs, steps = steps))
@@ -210,6 +211,7 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   nsteps <- input[[2]]
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
+  apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
   run_evaluation(model, data, steps %||% -1, cbl)
 }
 

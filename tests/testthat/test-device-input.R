@@ -1,0 +1,79 @@
+# Input staged ahead on the device (R/device-input.R, src/mr/train/device_input.h):
+# the option, the path taken, and on CPU replicas (where it is off unless
+# asked for) the same numbers as direct uploads. The protocol itself is tested
+# in the C++ suite (src/mr/tests/test_device_input.cpp).
+
+staged_data <- function() {
+  set.seed(5)
+  x <- matrix(runif(412), ncol = 4)  # 103 rows: batches of 16, the last one 7
+  list(x = x, y = as.integer(x[, 1] + x[, 2] > x[, 3] + 0.5), sw = runif(103, 0.5, 1.5))
+}
+
+staged_model <- function(strategy = NULL) {
+  build <- function() {
+    keras_model_sequential(input_shape = 4) |>
+      layer_dense(units = 8, activation = "relu") |>
+      layer_dropout(rate = 0.2, seed = 3) |>
+      layer_dense(units = 2)
+  }
+  model <- if (is.null(strategy)) build() else with(strategy$scope(), build())
+  model |> compile(optimizer = "adam", loss = loss_sparse_categorical_crossentropy(from_logits = TRUE),
+                   metrics = "accuracy")
+}
+
+test_that("options(mirrored.device_input) must be TRUE, FALSE or NULL", {
+  d <- staged_data()
+  model <- staged_model()
+  for (bad in list("yes", NA, c(TRUE, FALSE), 1)) {
+    withr::local_options(mirrored.device_input = bad)
+    expect_error(fit(model, d$x, d$y, epochs = 1, verbose = 0), class = "mirrored_value_error",
+                 regexp = "mirrored.device_input")
+    expect_error(evaluate(model, d$x, d$y, verbose = 0), class = "mirrored_value_error",
+                 regexp = "mirrored.device_input")
+  }
+  expect_error(mirrored:::input_pipeline("model"), class = "mirrored_value_error",
+               regexp = "must be a model")
+})
+
+test_that("CPU replicas upload from the host unless asked to stage on the device", {
+  d <- staged_data()
+  model <- staged_model()
+  fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
+  p <- mirrored:::input_pipeline(model)
+  expect_equal(p[c("path", "option", "staged")], list(path = "host", option = "automatic", staged = 0))
+  withr::local_options(mirrored.device_input = TRUE)
+  fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
+  p <- mirrored:::input_pipeline(model)
+  expect_equal(p[c("path", "option", "staged", "taken")],
+               list(path = "copy lane", option = "on", staged = 7, taken = 7))
+})
+
+test_that("staged input gives the weights, history and evaluation of direct uploads", {
+  d <- staged_data()
+  run <- function(on, strategy) {
+    withr::local_options(mirrored.device_input = on)
+    suppressMessages(model <- staged_model(strategy))
+    set_weights(model, w0)
+    set_random_seed(11)  # fit()'s shuffle seed and the dropout stream
+    h <- fit(model, d$x, d$y, batch_size = 16, epochs = 3, sample_weight = d$sw,
+             validation_data = list(d$x[1:40, ], d$y[1:40]), verbose = 0)
+    list(w = get_weights(model), h = h$metrics,
+         e = evaluate(model, d$x, d$y, batch_size = 24, sample_weight = d$sw, verbose = 0),
+         p = mirrored:::input_pipeline(model))
+  }
+  w0 <- get_weights(staged_model())
+  for (devices in list("/cpu:0", c("/cpu:0", "/cpu:1"))) {
+    strategy <- suppressMessages(mirrored_strategy(devices))
+    off <- run(FALSE, strategy)
+    on <- run(TRUE, strategy)
+    expect_identical(on$w, off$w)
+    expect_identical(on$h, off$h)
+    expect_identical(on$e, off$e)
+    expect_equal(off$p$path, "host")
+    expect_equal(on$p$path, "copy lane")
+    # 3 epochs of 7 batches, 3 validation passes of 3 batches, 5 evaluation
+    # batches, on every replica.
+    expect_equal(on$p$staged, (21 + 9 + 5) * length(devices))
+    expect_false(identical(on$w, w0))
+  }
+})
