@@ -9,6 +9,7 @@
 // i + 2 on the copy stream finished before step i's compute did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/cpu_backend.h"
+#include "core/device_info.h"
 #include "core/rng.h"
 #include "data/array_source.h"
 #include "tests/graphs.h"
@@ -262,6 +265,48 @@ TEST(DeviceInputCpu, AnErrorInAStagedStepIsRethrownAndTheModelStaysUsable) {
   ArraySource x(data(10, false), 4, false, 0);
   EXPECT_EQ(predict(m, x, -1, none, outs).batches, 3);
   EXPECT_EQ(outs[0].size(), 30u);
+}
+
+// Backend::upload_on: an upload on the copy lane, joined to compute through
+// an event, then a compute-lane copy; the host buffer is reused at once (the
+// contract: upload_on has read it when it returns). Several uploads larger
+// than one pinned slot and the ring's 8 slots exercise the pageable path.
+void check_upload_on(Backend& be) {
+  const size_t n = 300000;
+  be.reserve_staging(64 * 1024 * sizeof(float));
+  std::vector<float> host(n), back(n);
+  auto staged = be.allocate(n * sizeof(float));
+  auto out = be.allocate(n * sizeof(float));
+  auto filled = be.create_event();
+  for (int round = 0; round < 12; ++round) {
+    for (size_t i = 0; i < n; ++i) host[i] = static_cast<float>(i % 977) * 0.5f + round;
+    const size_t bytes = (round % 2 == 0 ? 1000 + round : n) * sizeof(float);
+    be.upload_on(Lane::copy, staged.get(), host.data(), bytes);
+    std::fill(host.begin(), host.end(), -1.0f);  // the source may be reused now
+    be.record_event(*filled, Lane::copy);
+    be.wait_event(*filled, Lane::compute);
+    be.copy_on(Lane::compute, out.get(), staged.get(), bytes);
+    be.download(back.data(), out.get(), bytes);
+    for (size_t i = 0; i < bytes / sizeof(float); ++i)
+      ASSERT_EQ(back[i], static_cast<float>(i % 977) * 0.5f + round)
+          << "round " << round << ", " << i;
+  }
+  // On the compute lane it is upload().
+  for (size_t i = 0; i < 10; ++i) host[i] = static_cast<float>(i);
+  be.upload_on(Lane::compute, out.get(), host.data(), 10 * sizeof(float));
+  be.download(back.data(), out.get(), 10 * sizeof(float));
+  for (size_t i = 0; i < 10; ++i) EXPECT_EQ(back[i], static_cast<float>(i));
+}
+
+TEST(BackendUploadOn, CpuCopiesAtOnce) {
+  auto be = make_cpu_backend(0, 1);
+  check_upload_on(*be);
+}
+
+TEST(BackendUploadOn, GpuCopyStreamJoinedByEvents) {
+  MR_REQUIRE_GPUS(1);
+  auto be = make_cuda_backend(0, 0);
+  check_upload_on(*be);
 }
 
 // ---- GPU (skipped without one) ------------------------------------------------
