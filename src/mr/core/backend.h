@@ -589,6 +589,12 @@ class Backend {
   // and queues the transfer on the lane's stream; the CPU copies at once). A
   // transfer on the copy lane is ordered with compute only through events.
   virtual void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) = 0;
+  // dst[r, :] = src[index[r], :] for r < rows, rows of `width` floats, on
+  // the compute lane (index: device int32 row numbers into src, each in
+  // range — the caller's invariant, not checked on the device). An exact
+  // copy: datasets resident on the device gather each batch's rows.
+  virtual void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
+                           float* dst) = 0;
 
  private:
   WaitLimits limits_;

@@ -362,6 +362,9 @@ class CudaBackend final : public Backend {
   // ---- i14-devinput: uploads on either stream (cuda_memory.cu) ----
  public:
   void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) override;
+  // cuda_gather.cu
+  void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
+                   float* dst) override;
 };
 
 namespace cuda {
