@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "data/array_source.h"
 
 namespace mr {
 
@@ -34,10 +35,17 @@ class Progress {
 // caller's draws from the source are its input intervals.
 LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batches,
                             LoopHooks& hooks, bool train);
+LoopResult run_resident_steps(Model& model, ArraySource& source, int64_t max_batches,
+                              LoopHooks& hooks, bool train);
 
 LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                      bool train) {
-  if (model.device_input_active())  // i14-devinput
+  // i14-devinput: in-memory arrays resident on the device, else batches
+  // staged ahead on the copy lane, else uploads from the host.
+  if (auto* arrays = dynamic_cast<ArraySource*>(&source);
+      arrays != nullptr && model.resident_input_for(arrays->data()))
+    return run_resident_steps(model, *arrays, max_batches, hooks, train);
+  if (model.device_input_active())
     return run_staged_steps(model, source, max_batches, hooks, train);
   LoopResult res;
   model.reset_metrics();
@@ -149,6 +157,58 @@ LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batch
     have = have_next;
     have_next = have_ahead;
     have_ahead = have_after;
+  }
+  res.logs = model.read_metrics();
+  if (clock != nullptr) clock->end_epoch();
+  return res;
+}
+
+// ---- i14-devinput: the same loop over arrays resident on the device ----
+// A batch is its row numbers (ArraySource::next_rows, valid until the next
+// reset): the next one is drawn while the replicas gather and run this one.
+LoopResult run_resident_steps(Model& model, ArraySource& source, int64_t max_batches,
+                              LoopHooks& hooks, bool train) {
+  LoopResult res;
+  model.reset_metrics();
+  Progress progress(hooks);
+  StepClock* clock = train ? &model.step_clock() : nullptr;
+  auto draw = [&source, clock](const int64_t*& order, int64_t& rows) {
+    if (clock != nullptr) clock->begin_input();
+    const bool got = source.next_rows(order, rows);
+    if (clock != nullptr) clock->end_input();
+    return got;
+  };
+  const ArrayData& data = *source.data();
+  const int64_t* cur = nullptr;
+  const int64_t* next = nullptr;
+  int64_t cur_rows = 0, next_rows = 0;
+  bool have = max_batches != 0 && draw(cur, cur_rows);
+  const bool per_batch = hooks.batch_events();
+  while (have) {
+    if (clock != nullptr) clock->begin_step();
+    if (per_batch) hooks.on_batch_begin(res.batches);
+    model.start_resident_step(train, data, cur, cur_rows);
+    bool have_next = false;
+    try {
+      have_next = (max_batches < 0 || res.batches + 1 < max_batches) && draw(next, next_rows);
+    } catch (...) {
+      model.finish_step();  // never leave a step in flight
+      throw;
+    }
+    const bool stop = model.finish_step([&hooks] { return hooks.interrupted(); });
+    ++res.batches;
+    const bool last = !have_next;
+    if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
+    if (progress.due(last || res.batches == 1))
+      hooks.on_progress(res.batches, model.read_metrics());
+    if (!last && train && hooks.stop_requested()) break;
+    if (!last && (stop || hooks.interrupted())) {
+      res.interrupted = true;
+      break;
+    }
+    cur = next;
+    cur_rows = next_rows;
+    have = have_next;
   }
   res.logs = model.read_metrics();
   if (clock != nullptr) clock->end_epoch();

@@ -194,6 +194,9 @@ class Model {
 
   // ---- i14-devinput: input staged ahead on the device (train/device_input.h) ----
  public:
+  // Whether CPU replicas gather resident arrays by default (measured:
+  // bench/mlp_cpu, see the commit that set it).
+  static constexpr bool kResidentOnCpuByDefault = false;
   // options(mirrored.device_input): -1 automatic (on for GPU replicas, off
   // for CPU ones, which have no copy lane), 0 off, 1 on; between steps.
   void set_device_input(int mode);
@@ -212,6 +215,21 @@ class Model {
   // Slot uploads and slot reads so far, summed over replicas.
   int64_t staged_inputs() const { return step_.device_input().staged(); }
   int64_t taken_inputs() const { return step_.device_input().taken(); }
+  // Datasets resident on the device (train/resident_input.h): mode -1
+  // automatic (on for GPU replicas; on CPU replicas see
+  // kResidentOnCpuByDefault), 0 off, 1 on; `budget`: bytes per device for
+  // every resident dataset together (options(mirrored.resident_bytes)).
+  void set_resident_input(int mode, int64_t budget);
+  int resident_mode() const { return resident_mode_; }
+  int64_t resident_budget() const { return resident_budget_; }
+  // Whether a pass over `data` gathers on the device: the mode allows it and
+  // the data are (made) resident within the budget. Between steps.
+  bool resident_input_for(const std::shared_ptr<const ArrayData>& data);
+  // A training (or evaluation) step on the `rows` rows at `order` of
+  // resident `data` (the order stays valid until finish_step()).
+  void start_resident_step(bool train, const ArrayData& data, const int64_t* order, int64_t rows);
+  int64_t resident_bytes() const { return step_.resident().resident_bytes(); }
+  int64_t gathered_inputs() const { return step_.resident().gathered(); }
   // For tests, between steps: DeviceInput::probe_order() on replica `rank`.
   DeviceInput::Order device_input_order(int rank, int slot) {
     return step_.device_input().probe_order(rank, slot);
@@ -223,7 +241,10 @@ class Model {
   // without an error (otherwise nothing more is staged).
   void end_staged_step(bool ok);
   int device_input_mode_ = -1;
-  HostBatch staged_desc_;  // the staged step in flight's descriptor
+  int resident_mode_ = -1;
+  int64_t resident_budget_ = int64_t{1} << 30;
+  HostBatch resident_desc_;  // the resident step in flight's descriptor
+  HostBatch staged_desc_;    // the staged step in flight's descriptor
   const HostBatch* late_ahead_ = nullptr;
   int late_slot_ = 0;
 };

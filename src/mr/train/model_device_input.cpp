@@ -79,12 +79,63 @@ void Model::start_staged_step(bool train, int slot, const HostBatch* ahead) {
 
 void Model::end_staged_step(bool ok) {
   step_.use_slot(-1, nullptr);
+  step_.stop_resident();
   const HostBatch* late = late_ahead_;
   late_ahead_ = nullptr;
   if (!ok || late == nullptr) return;
   step_.reserve(late->rows, target_widths(*late), has_weights(*late));
   step_.device_input().reserve(late_slot_, *late);
   step_.stage_slot_now(late_slot_, *late);
+}
+
+// ---- datasets resident on the device ----
+
+void Model::set_resident_input(int mode, int64_t budget) {
+  MR_CHECK(mode >= -1 && mode <= 1, value, "resident input mode must be -1, 0 or 1, got ", mode);
+  MR_CHECK(budget >= 0, value, "the resident data budget must be >= 0 bytes, got ", budget);
+  MR_CHECK(!in_flight_, internal, "a step is in flight");
+  resident_mode_ = mode;
+  resident_budget_ = budget;
+}
+
+bool Model::resident_input_for(const std::shared_ptr<const ArrayData>& data) {
+  bool on = resident_mode_ == 1;
+  if (resident_mode_ < 0) {
+    on = true;
+    for (int r = 0; r < replicas_.size(); ++r)
+      if (replicas_.backend(r).kind() != DeviceKind::cuda) on = kResidentOnCpuByDefault;
+  }
+  if (!on || !compiled_) return false;
+  return step_.resident().attach(data, resident_budget_);
+}
+
+void Model::start_resident_step(bool train, const ArrayData& data, const int64_t* order,
+                                int64_t rows) {
+  MR_CHECK(compiled_, value, "the model must be compiled before ",
+           train ? "training" : "evaluation");
+  MR_CHECK(!in_flight_, internal, "a step is already in flight");
+  MR_CHECK(rows > 0, value, "empty batch");
+  resident_desc_.rows = rows;
+  resident_desc_.parts.resize(data.widths.size());  // allocates at the first step only
+  for (size_t k = 0; k < data.widths.size(); ++k)
+    resident_desc_.parts[k] = HostComponent{nullptr, data.widths[k]};
+  check_batch(resident_desc_, true);
+  step_.reserve(rows, target_widths(resident_desc_), has_weights(resident_desc_));
+  step_.use_resident(data, order, rows, config_);
+  try {
+    if (train) {
+      step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
+      step_.post_train(resident_desc_, config_, state_.iterations);
+    } else {
+      step_.post_eval(resident_desc_, config_);
+    }
+  } catch (...) {
+    step_.stop_resident();
+    throw;
+  }
+  in_flight_ = true;
+  in_flight_train_ = train;
+  state_.samples_seen += rows;
 }
 
 }  // namespace mr

@@ -91,6 +91,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
   update_.set_clock(&clock_);                               // i14-monitor
   graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
   input_ = std::make_unique<DeviceInput>(replicas);         // i14-devinput
+  resident_ = std::make_unique<ResidentInput>(replicas);    // i14-devinput
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -157,7 +158,8 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
 }
 
 std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool targets) {
-  if (slot_ >= 0) return take_slot(rank, batch, targets);  // i14-devinput
+  if (slot_ >= 0) return take_slot(rank, batch, targets);        // i14-devinput
+  if (resident_on_) return take_resident(rank, batch, targets);  // i14-devinput
   Backend& be = replicas_.backend(rank);
   return place(rank, batch, targets, [&](size_t part, void* dst, int64_t offset, size_t bytes) {
     be.upload(dst, batch.parts[part].data + offset, bytes);
@@ -237,6 +239,10 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
 void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
   if (slot_ >= 0) {  // i14-devinput: computed when the slot's batch was staged
     batch_params_ = slot_params_[static_cast<size_t>(slot_)];
+    return;
+  }
+  if (resident_on_) {  // i14-devinput: computed by use_resident()
+    batch_params_ = resident_params_;
     return;
   }
   batch_params_.resize(c.outputs.size());  // allocates once, at the first step
@@ -413,6 +419,35 @@ void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c
 void Step::stage_slot_now(int slot, const HostBatch& batch) {
   replicas_.run("input staging", state_.iterations + 1,
                 [&](int r) { input_->stage(r, slot, batch); });
+}
+
+std::pair<int64_t, int64_t> Step::take_resident(int rank, const HostBatch& desc, bool targets) {
+  int64_t begin = 0, count = 0;
+  replica_slice(desc.rows, replicas_.size(), rank, begin, count);
+  resident_->load_index(rank, begin, count);
+  return place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t bytes) {
+    const int64_t width = desc.parts[part].width;
+    const auto rows = static_cast<int64_t>(bytes / sizeof(float)) / std::max<int64_t>(1, width);
+    resident_->gather(rank, part, rows, static_cast<float*>(dst));
+  });
+}
+
+void Step::use_resident(const ArrayData& data, const int64_t* order, int64_t rows,
+                        const CompileConfig& c) {
+  resident_->set_batch(&data, order, rows);
+  // The loss's per-batch arguments read the whole batch's targets: gathered
+  // on the host (one output's, a few floats per row) as the source would.
+  resident_params_.resize(c.outputs.size());
+  const size_t n_in = graph_.inputs().size();
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const int64_t w = data.widths[n_in + k];
+    const float* src = data.parts[n_in + k].data();
+    resident_targets_.resize(static_cast<size_t>(rows * w));
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(src + order[r] * w, src + (order[r] + 1) * w, resident_targets_.begin() + r * w);
+    resident_params_[k] = batch_loss_params(c.outputs[k].loss, resident_targets_.data(), rows, w);
+  }
+  resident_on_ = true;
 }
 
 }  // namespace mr

@@ -23,6 +23,7 @@
 #include "nn/optimizer.h"
 #include "train/device_input.h"
 #include "train/loss_scale.h"
+#include "train/resident_input.h"
 #include "train/step_clock.h"
 #include "train/step_graphs.h"
 #include "train/training_state.h"
@@ -175,15 +176,30 @@ class Step {
     slot_ = slot;
     ahead_ = ahead;
   }
+  // Datasets resident on the device (train/resident_input.h).
+  ResidentInput& resident() { return *resident_; }
+  const ResidentInput& resident() const { return *resident_; }
+  // The next post_train()/post_eval() gathers its batch, the `rows` row
+  // numbers at `order` into resident `data`, on the device (its batch
+  // argument is then the descriptor: rows and the parts' widths); computes
+  // the loss's per-batch arguments from the host arrays. Between steps.
+  void use_resident(const ArrayData& data, const int64_t* order, int64_t rows,
+                    const CompileConfig& c);
+  void stop_resident() { resident_on_ = false; }
 
  private:
   std::pair<int64_t, int64_t> take_slot(int rank, const HostBatch& desc, bool targets);
   template <class Put>
   std::pair<int64_t, int64_t> place(int rank, const HostBatch& batch, bool targets, Put&& put);
+  std::pair<int64_t, int64_t> take_resident(int rank, const HostBatch& desc, bool targets);
   std::unique_ptr<DeviceInput> input_;
   std::array<std::vector<LossParams>, DeviceInput::kSlots> slot_params_;
   int slot_ = -1;
   const HostBatch* ahead_ = nullptr;
+  std::unique_ptr<ResidentInput> resident_;
+  bool resident_on_ = false;
+  std::vector<LossParams> resident_params_;
+  std::vector<float> resident_targets_;  // host scratch: one output's targets of the batch
 };
 
 }  // namespace mr
