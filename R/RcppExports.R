@@ -141,6 +141,10 @@ cpp_model_set_device_input <- function(ptr, mode) {
     invisible(.Call(`_mirrored_cpp_model_set_device_input`, ptr, mode))
 }
 
+cpp_model_set_resident_input <- function(ptr, mode, budget) {
+    invisible(.Call(`_mirrored_cpp_model_set_resident_input`, ptr, mode, budget))
+}
+
 cpp_model_input_pipeline <- function(ptr) {
     .Call(`_mirrored_cpp_model_input_pipeline`, ptr)
 }

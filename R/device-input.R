@@ -1,35 +1,58 @@
-# Input staged ahead on the device: the core keeps two batches uploaded ahead
-# of the running step, on a GPU's copy stream (src/mr/train/device_input.h).
-# R reads the option and shows what ran.
+# Input on the device: the core keeps two batches uploaded ahead of the
+# running step on a GPU's copy stream (src/mr/train/device_input.h), and
+# gathers batches of in-memory arrays that fit on the device from a resident
+# copy (src/mr/train/resident_input.h). R reads the options and shows which
+# path ran; the core decides.
 
-# options(mirrored.device_input): NULL (default: on for GPU replicas, off for
-# CPU ones, which have no copy stream), TRUE or FALSE. As the core's mode:
-# -1, 1 or 0.
-device_input_option <- function() {
-  v <- getOption("mirrored.device_input")
+# A TRUE / FALSE / NULL (automatic) option as the core's mode: 1, 0 or -1.
+tri_state_option <- function(name) {
+  v <- getOption(name)
   if (is.null(v)) return(-1L)
   if (!is.logical(v) || length(v) != 1 || is.na(v)) {
-    abort_value(paste("{.code options(mirrored.device_input)} must be TRUE, FALSE or NULL",
-                      "(automatic), not {describe(v)}."))
+    abort_value(paste0("{.code options(", name, ")} must be TRUE, FALSE or NULL (automatic), ",
+                       "not {describe(v)}."))
   }
   if (v) 1L else 0L
 }
 
-# Called by fit() and evaluate() before their first step.
-apply_device_input_option <- function(model) {
-  with_core(cpp_model_set_device_input(model$ptr(), device_input_option()))
+# options(mirrored.resident_bytes): bytes per device for the resident arrays
+# (default 1 GiB; 0 turns resident data off).
+resident_bytes_option <- function() {
+  v <- getOption("mirrored.resident_bytes", 2^30)
+  if (!is.numeric(v) || length(v) != 1 || is.na(v) || v < 0 || !is.finite(v)) {
+    abort_value(paste("{.code options(mirrored.resident_bytes)} must be a number of bytes >= 0,",
+                      "not {describe(v)}."))
+  }
+  floor(v)
 }
 
-# Which input path the model's fit()/evaluate() take (for tests and
-# diagnostics): `path` is "copy lane" (batches staged ahead in device slots)
-# or "host" (each step uploads its batch); `staged` and `taken` count the
-# slot uploads and slot reads so far, summed over replicas.
+# Called by fit() and evaluate() before their first step:
+# options(mirrored.device_input) (NULL: on for GPU replicas, off for CPU
+# ones, which have no copy stream), options(mirrored.resident_input) (NULL:
+# on for GPU replicas, off for CPU ones) and options(mirrored.resident_bytes).
+apply_device_input_option <- function(model) {
+  device <- tri_state_option("mirrored.device_input")
+  resident <- tri_state_option("mirrored.resident_input")
+  budget <- resident_bytes_option()
+  with_core({
+    cpp_model_set_device_input(model$ptr(), device)
+    cpp_model_set_resident_input(model$ptr(), resident, budget)
+  })
+}
+
+# Which input path the model's last fit() or evaluate() pass took (for tests
+# and diagnostics): `path` is "resident" (arrays resident on the device,
+# batches gathered there), "copy lane" (batches staged ahead in device slots)
+# or "host" (each step uploads its batch); `staged`, `taken` and `gathered`
+# count slot uploads, slot reads and resident gathers so far, summed over
+# replicas; `resident_bytes` is what is resident per device now.
 input_pipeline <- function(model) {
   if (!inherits(model, "mirrored_model")) {
     abort_value("{.arg model} of {.fn input_pipeline} must be a model, not {describe(model)}.")
   }
   s <- with_core(cpp_model_input_pipeline(model$ptr()))
-  list(path = if (s$device_input) "copy lane" else "host",
-       option = switch(as.character(s$mode), "-1" = "automatic", "0" = "off", "1" = "on"),
-       staged = s$staged, taken = s$taken)
+  mode <- function(m) switch(as.character(m), "-1" = "automatic", "0" = "off", "1" = "on")
+  list(path = s$path, device_input = mode(s$mode), resident_input = mode(s$resident_mode),
+       staged = s$staged, taken = s$taken, gathered = s$gathered,
+       resident_bytes = s$resident_bytes)
 }

@@ -14,12 +14,25 @@ void cpp_model_set_device_input(SEXP ptr, int mode) {
 }
 
 // [[Rcpp::export]]
+void cpp_model_set_resident_input(SEXP ptr, int mode, double budget) {
+  guarded(
+      [&] { Rcpp::XPtr<mr::Model>(ptr)->set_resident_input(mode, static_cast<int64_t>(budget)); });
+}
+
+// [[Rcpp::export]]
 Rcpp::List cpp_model_input_pipeline(SEXP ptr) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(ptr);
-    return Rcpp::List::create(Rcpp::Named("mode") = m->device_input_mode(),
-                              Rcpp::Named("device_input") = m->device_input_active(),
-                              Rcpp::Named("staged") = static_cast<double>(m->staged_inputs()),
-                              Rcpp::Named("taken") = static_cast<double>(m->taken_inputs()));
+    const char* path = "host";
+    if (m->last_input_path() == mr::Model::InputPath::copy_lane) path = "copy lane";
+    if (m->last_input_path() == mr::Model::InputPath::resident) path = "resident";
+    return Rcpp::List::create(
+        Rcpp::Named("path") = path, Rcpp::Named("mode") = m->device_input_mode(),
+        Rcpp::Named("device_input") = m->device_input_active(),
+        Rcpp::Named("staged") = static_cast<double>(m->staged_inputs()),
+        Rcpp::Named("taken") = static_cast<double>(m->taken_inputs()),
+        Rcpp::Named("resident_mode") = m->resident_mode(),
+        Rcpp::Named("resident_bytes") = static_cast<double>(m->resident_bytes()),
+        Rcpp::Named("gathered") = static_cast<double>(m->gathered_inputs()));
   });
 }

@@ -21,15 +21,24 @@ staged_model <- function(strategy = NULL) {
                    metrics = "accuracy")
 }
 
-test_that("options(mirrored.device_input) must be TRUE, FALSE or NULL", {
+test_that("the input options are checked", {
   d <- staged_data()
   model <- staged_model()
-  for (bad in list("yes", NA, c(TRUE, FALSE), 1)) {
-    withr::local_options(mirrored.device_input = bad)
-    expect_error(fit(model, d$x, d$y, epochs = 1, verbose = 0), class = "mirrored_value_error",
-                 regexp = "mirrored.device_input")
-    expect_error(evaluate(model, d$x, d$y, verbose = 0), class = "mirrored_value_error",
-                 regexp = "mirrored.device_input")
+  for (opt in c("mirrored.device_input", "mirrored.resident_input")) {
+    for (bad in list("yes", NA, c(TRUE, FALSE), 1)) {
+      withr::with_options(setNames(list(bad), opt), {
+        expect_error(fit(model, d$x, d$y, epochs = 1, verbose = 0),
+                     class = "mirrored_value_error", regexp = opt, fixed = TRUE)
+        expect_error(evaluate(model, d$x, d$y, verbose = 0), class = "mirrored_value_error",
+                     regexp = opt, fixed = TRUE)
+      })
+    }
+  }
+  for (bad in list(-1, "1", NA_real_, Inf, c(1, 2))) {
+    withr::with_options(list(mirrored.resident_bytes = bad), {
+      expect_error(fit(model, d$x, d$y, epochs = 1, verbose = 0), class = "mirrored_value_error",
+                   regexp = "mirrored.resident_bytes", fixed = TRUE)
+    })
   }
   expect_error(mirrored:::input_pipeline("model"), class = "mirrored_value_error",
                regexp = "must be a model")
@@ -40,12 +49,13 @@ test_that("CPU replicas upload from the host unless asked to stage on the device
   model <- staged_model()
   fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
   p <- mirrored:::input_pipeline(model)
-  expect_equal(p[c("path", "option", "staged")], list(path = "host", option = "automatic", staged = 0))
+  expect_equal(p[c("path", "device_input", "staged")],
+               list(path = "host", device_input = "automatic", staged = 0))
   withr::local_options(mirrored.device_input = TRUE)
   fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
   p <- mirrored:::input_pipeline(model)
-  expect_equal(p[c("path", "option", "staged", "taken")],
-               list(path = "copy lane", option = "on", staged = 7, taken = 7))
+  expect_equal(p[c("path", "device_input", "staged", "taken")],
+               list(path = "copy lane", device_input = "on", staged = 7, taken = 7))
 })
 
 test_that("staged input gives the weights, history and evaluation of direct uploads", {
@@ -75,5 +85,33 @@ test_that("staged input gives the weights, history and evaluation of direct uplo
     # batches, on every replica.
     expect_equal(on$p$staged, (21 + 9 + 5) * length(devices))
     expect_false(identical(on$w, w0))
+  }
+})
+
+test_that("arrays resident on the device: the path, its numbers and the fallback over budget", {
+  d <- staged_data()
+  run <- function(resident, budget, strategy) {
+    withr::local_options(mirrored.resident_input = resident, mirrored.resident_bytes = budget)
+    suppressMessages(model <- staged_model(strategy))
+    set_weights(model, w0)
+    set_random_seed(11)
+    h <- fit(model, d$x, d$y, batch_size = 16, epochs = 2, sample_weight = d$sw, verbose = 0)
+    list(w = get_weights(model), h = h$metrics, p = mirrored:::input_pipeline(model))
+  }
+  w0 <- get_weights(staged_model())
+  for (devices in list("/cpu:0", c("/cpu:0", "/cpu:1"))) {
+    strategy <- suppressMessages(mirrored_strategy(devices))
+    off <- run(FALSE, 2^30, strategy)
+    on <- run(TRUE, 2^30, strategy)
+    over <- run(TRUE, 1000, strategy)  # x, y and the weights take 103 * 6 * 4 bytes
+    expect_identical(on$w, off$w)
+    expect_identical(on$h, off$h)
+    expect_identical(over$w, off$w)
+    expect_equal(off$p$path, "host")
+    expect_equal(on$p[c("path", "resident_input", "gathered", "resident_bytes")],
+                 list(path = "resident", resident_input = "on", gathered = 14 * length(devices),
+                      resident_bytes = 103 * 6 * 4))
+    expect_equal(over$p[c("path", "gathered", "resident_bytes")],
+                 list(path = "host", gathered = 0, resident_bytes = 0))
   }
 })

@@ -43,10 +43,15 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
   // i14-devinput: in-memory arrays resident on the device, else batches
   // staged ahead on the copy lane, else uploads from the host.
   if (auto* arrays = dynamic_cast<ArraySource*>(&source);
-      arrays != nullptr && model.resident_input_for(arrays->data()))
+      arrays != nullptr && model.resident_input_for(arrays->data())) {
+    model.set_last_input_path(Model::InputPath::resident);
     return run_resident_steps(model, *arrays, max_batches, hooks, train);
-  if (model.device_input_active())
+  }
+  if (model.device_input_active()) {
+    model.set_last_input_path(Model::InputPath::copy_lane);
     return run_staged_steps(model, source, max_batches, hooks, train);
+  }
+  model.set_last_input_path(Model::InputPath::host);
   LoopResult res;
   model.reset_metrics();
   Progress progress(hooks);

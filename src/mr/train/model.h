@@ -230,6 +230,10 @@ class Model {
   void start_resident_step(bool train, const ArrayData& data, const int64_t* order, int64_t rows);
   int64_t resident_bytes() const { return step_.resident().resident_bytes(); }
   int64_t gathered_inputs() const { return step_.resident().gathered(); }
+  // The input path of the last training or evaluation pass (set by the loop).
+  enum class InputPath { host, copy_lane, resident };
+  InputPath last_input_path() const { return last_input_path_; }
+  void set_last_input_path(InputPath p) { last_input_path_ = p; }
   // For tests, between steps: DeviceInput::probe_order() on replica `rank`.
   DeviceInput::Order device_input_order(int rank, int slot) {
     return step_.device_input().probe_order(rank, slot);
@@ -244,7 +248,8 @@ class Model {
   int resident_mode_ = -1;
   int64_t resident_budget_ = int64_t{1} << 30;
   HostBatch resident_desc_;  // the resident step in flight's descriptor
-  HostBatch staged_desc_;    // the staged step in flight's descriptor
+  InputPath last_input_path_ = InputPath::host;
+  HostBatch staged_desc_;  // the staged step in flight's descriptor
   const HostBatch* late_ahead_ = nullptr;
   int late_slot_ = 0;
 };
