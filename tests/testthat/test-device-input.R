@@ -44,24 +44,33 @@ test_that("the input options are checked", {
                regexp = "must be a model")
 })
 
-test_that("CPU replicas upload from the host unless asked to stage on the device", {
+test_that("CPU replicas gather resident arrays, or stage on the copy lane when asked", {
   d <- staged_data()
   model <- staged_model()
   fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
   p <- mirrored:::input_pipeline(model)
-  expect_equal(p[c("path", "device_input", "staged")],
-               list(path = "host", device_input = "automatic", staged = 0))
+  expect_equal(p[c("path", "device_input", "resident_input", "staged", "gathered")],
+               list(path = "resident", device_input = "automatic", resident_input = "automatic",
+                    staged = 0, gathered = 7))
+  withr::local_options(mirrored.resident_input = FALSE)
+  fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
+  expect_equal(mirrored:::input_pipeline(model)$path, "host")
   withr::local_options(mirrored.device_input = TRUE)
   fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
   p <- mirrored:::input_pipeline(model)
   expect_equal(p[c("path", "device_input", "staged", "taken")],
                list(path = "copy lane", device_input = "on", staged = 7, taken = 7))
+  # A dataset is not an in-memory array: it streams (or takes the copy lane).
+  ds <- tensor_slices_dataset(list(d$x, d$y)) |> dataset_batch(16)
+  withr::local_options(mirrored.resident_input = TRUE, mirrored.device_input = FALSE)
+  fit(model, ds, epochs = 1, verbose = 0)
+  expect_equal(mirrored:::input_pipeline(model)$path, "host")
 })
 
 test_that("staged input gives the weights, history and evaluation of direct uploads", {
   d <- staged_data()
   run <- function(on, strategy) {
-    withr::local_options(mirrored.device_input = on)
+    withr::local_options(mirrored.device_input = on, mirrored.resident_input = FALSE)
     suppressMessages(model <- staged_model(strategy))
     set_weights(model, w0)
     set_random_seed(11)  # fit()'s shuffle seed and the dropout stream

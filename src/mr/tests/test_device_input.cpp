@@ -1,5 +1,7 @@
-// Input staged ahead on the device (train/device_input.h, i14-devinput). On
-// CPU replicas the copy lane is the replica's thread, so the same protocol
+// Input staged ahead on the device (train/device_input.h, i14-devinput),
+// with resident arrays (train/resident_input.h) turned off so that the
+// copy-lane path runs for ArraySource too. On CPU replicas the copy lane is
+// the replica's thread, so the same protocol
 // (two slots per replica, staged two batches ahead, copied out at the start
 // of each step) runs here: weights, logs and evaluation must be bit-identical
 // to direct uploads, on 1, 2 and 4 replicas, with shuffling, sample weights,
@@ -99,6 +101,7 @@ Trained train(const std::vector<DeviceSpec>& devs, int mode, int epochs, bool sh
   Model m(small_net(), devs, 1);
   m.compile(config());
   m.set_device_input(mode);
+  m.set_resident_input(0, 0);  // the copy lane, not resident arrays
   Trained out;
   out.active = m.device_input_active();
   ArraySource src(data(103, weights), 16, shuffle, 77);
@@ -174,6 +177,7 @@ TEST_P(DeviceInputCpu, AStopLeavesNothingBehindForTheNextPass) {
     Model m(small_net(), devs, 1);
     m.compile(config());
     m.set_device_input(mode);
+    m.set_resident_input(0, 0);  // the copy lane, not resident arrays
     ArraySource src(data(103, false), 16, true, 3);
     StopAfterTwo stop;
     LoopHooks none;
@@ -226,6 +230,7 @@ TEST(DeviceInputCpu, BatchesLargerThanTheirSlotAreStagedAfterTheStep) {
     Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
     m.compile(config());
     m.set_device_input(mode);
+    m.set_resident_input(0, 0);  // the copy lane, not resident arrays
     GrowingSource src(data(56, false));
     LoopHooks none;
     for (int e = 0; e < 2; ++e) ASSERT_EQ(train_epoch(m, src, e, -1, none).batches, 6);
@@ -239,6 +244,7 @@ TEST(DeviceInputCpu, StagedStepsAllocateNothing) {
   Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
   m.compile(config());
   m.set_device_input(1);
+  m.set_resident_input(0, 0);  // the copy lane, not resident arrays
   ArraySource src(data(103, true), 16, true, 5);
   LoopHooks none;
   train_epoch(m, src, 0, -1, none);  // sizes every buffer, the short batch's too
@@ -253,6 +259,7 @@ TEST(DeviceInputCpu, AnErrorInAStagedStepIsRethrownAndTheModelStaysUsable) {
   Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
   m.compile(config());
   m.set_device_input(1);
+  m.set_resident_input(0, 0);  // the copy lane, not resident arrays
   m.inject_fault(1, 3, Model::Fault::error);
   ArraySource src(data(103, false), 16, false, 0);
   LoopHooks none;
@@ -339,6 +346,7 @@ TEST(GpuDeviceInput, CopyStreamUploadOverlapsTheStep) {
   c.loss.from_logits = true;
   m.compile(c);
   m.set_device_input(1);
+  m.set_resident_input(0, 0);  // the copy lane, not resident arrays
   const int64_t rows = 2048, steps = 6;
   const RandomStream rs(7, 0, 0);
   std::vector<std::vector<float>> xs(steps + 2), ys(steps + 2);
