@@ -29,7 +29,7 @@ resident_bytes_option <- function() {
 # Called by fit() and evaluate() before their first step:
 # options(mirrored.device_input) (NULL: on for GPU replicas, off for CPU
 # ones, which have no copy stream), options(mirrored.resident_input) (NULL:
-# on for GPU replicas, off for CPU ones) and options(mirrored.resident_bytes).
+# on, within the budget) and options(mirrored.resident_bytes).
 apply_device_input_option <- function(model) {
   device <- tri_state_option("mirrored.device_input")
   resident <- tri_state_option("mirrored.resident_input")

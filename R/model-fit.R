@@ -62,6 +62,18 @@
 #' @param view_metrics Unused.
 #' @return A `keras_training_history` (invisibly) with `params` and the
 #'   per-epoch `metrics`; `plot()` it.
+#' @section Input on the device:
+#' In-memory arrays `x` and `y` (and `sample_weight`) whose total size fits
+#' `options(mirrored.resident_bytes)` (default 1 GiB; on a GPU also at most
+#' half of its free memory) are copied to each replica's device once, and
+#' each step gathers its rows there (the same rows, in the same shuffled
+#' order, as copying them from R's memory); larger arrays are streamed.
+#' `options(mirrored.resident_input = FALSE)` streams them always. Batches
+#' that are streamed to a GPU are uploaded two steps ahead on a second CUDA
+#' stream while the current step computes; `options(mirrored.device_input =
+#' FALSE)` uploads each batch at the start of its step instead (`TRUE` uses
+#' the same protocol on CPU replicas, where it only adds a copy). Both options
+#' are read by each `fit()` and `evaluate()` and change no result.
 #' @family training functions
 #' @seealso [compile.mirrored_model()], [evaluate.mirrored_model()],
 #'   [predict.mirrored_model()]

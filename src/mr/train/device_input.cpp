@@ -44,10 +44,12 @@ void DeviceInput::reserve(int slot, const HostBatch& batch) {
   for (int r = 0; r < replicas_.size(); ++r) {
     Slot& s = slot_of(r, slot);
     Backend& be = replicas_.backend(r);
-    // A slot's previous contents may still be read by an earlier step's
-    // device-to-device copy: the backend's allocator orders frees after the
-    // compute lane's queued work (a CUDA free synchronises), so growth is
-    // safe between steps.
+    // The slot's old buffers may still be written by an upload on the copy
+    // lane (a batch staged ahead of a pass that stopped early) or read by a
+    // step's copy on the compute lane. The backend's allocator orders a
+    // freed block's reuse after the compute lane's queued work, so the
+    // compute lane first waits for the slot's last upload.
+    be.wait_event(*s.filled, Lane::compute);
     if (s.parts.size() < batch.parts.size()) {
       while (s.parts.size() < batch.parts.size()) s.parts.emplace_back(nullptr, DeviceFree{});
       s.capacity.resize(batch.parts.size(), 0);
