@@ -316,6 +316,29 @@ TEST(BackendUploadOn, GpuCopyStreamJoinedByEvents) {
   check_upload_on(*be);
 }
 
+// The step clock (train/step_clock.h) still partitions each step: staging
+// (the slot's copy-out and the upload of the batch after next) is the
+// replicas' input phase, for the copy lane and for resident arrays alike.
+TEST(DeviceInputCpu, StagingAndGatheringAreInputTime) {
+  for (int resident : {0, 1}) {
+    Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
+    m.compile(config());
+    m.set_device_input(1);
+    m.set_resident_input(resident, int64_t{1} << 30);
+    ArraySource src(data(103, true), 16, true, 5);
+    LoopHooks none;
+    ASSERT_EQ(train_epoch(m, src, 0, -1, none).batches, 7);
+    EXPECT_EQ(m.last_input_path(),
+              resident ? Model::InputPath::resident : Model::InputPath::copy_lane);
+    for (const StepBreakdown& b : m.step_clock().epoch()) {
+      EXPECT_EQ(b.steps, 7);
+      EXPECT_NEAR(b.compute + b.allreduce + b.input + b.host, b.wall, 1e-9 * b.wall);
+      EXPECT_GT(b.input, 0.0);
+      EXPECT_GT(b.compute, 0.0);
+    }
+  }
+}
+
 // ---- GPU (skipped without one) ------------------------------------------------
 
 TEST(GpuDeviceInput, ThreeEpochsBitIdenticalToDirectUploads) {
