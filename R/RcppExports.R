@@ -145,6 +145,10 @@ cpp_model_set_resident_input <- function(ptr, mode, budget) {
     invisible(.Call(`_mirrored_cpp_model_set_resident_input`, ptr, mode, budget))
 }
 
+cpp_model_release_resident_input <- function(ptr) {
+    invisible(.Call(`_mirrored_cpp_model_release_resident_input`, ptr))
+}
+
 cpp_model_input_pipeline <- function(ptr) {
     .Call(`_mirrored_cpp_model_input_pipeline`, ptr)
 }

@@ -40,6 +40,12 @@ apply_device_input_option <- function(model) {
   })
 }
 
+# Registered by fit() and evaluate() to run when they end: the arrays made
+# resident for the call are dropped, so that a model does not keep them.
+release_resident_input <- function(model) {
+  with_core(cpp_model_release_resident_input(model$ptr()))
+}
+
 # Which input path the model's last fit() or evaluate() pass took (for tests
 # and diagnostics): `path` is "resident" (arrays resident on the device,
 # batches gathered there), "copy lane" (batches staged ahead in device slots)

@@ -132,6 +132,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 
   apply_cuda_graphs_option(model)  # options(mirrored.cuda_graphs) (R/cuda-graphs.R)
   apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
+  on.exit(release_resident_input(model), add = TRUE)
   history <- callback_history()
   cbl <- callback_list(c(as_callback_list(callbacks), list(history, callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = epochs, steps = steps))
@@ -224,6 +225,7 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
+  on.exit(release_resident_input(model), add = TRUE)
   run_evaluation(model, data, steps %||% -1, cbl)
 }
 

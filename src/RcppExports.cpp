@@ -436,6 +436,16 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// cpp_model_release_resident_input
+void cpp_model_release_resident_input(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_release_resident_input(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    cpp_model_release_resident_input(ptr);
+    return R_NilValue;
+END_RCPP
+}
 // cpp_model_input_pipeline
 Rcpp::List cpp_model_input_pipeline(SEXP ptr);
 RcppExport SEXP _mirrored_cpp_model_input_pipeline(SEXP ptrSEXP) {
@@ -1036,6 +1046,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
     {"_mirrored_cpp_model_set_device_input", (DL_FUNC) &_mirrored_cpp_model_set_device_input, 2},
     {"_mirrored_cpp_model_set_resident_input", (DL_FUNC) &_mirrored_cpp_model_set_resident_input, 3},
+    {"_mirrored_cpp_model_release_resident_input", (DL_FUNC) &_mirrored_cpp_model_release_resident_input, 1},
     {"_mirrored_cpp_model_input_pipeline", (DL_FUNC) &_mirrored_cpp_model_input_pipeline, 1},
     {"_mirrored_cpp_device_report", (DL_FUNC) &_mirrored_cpp_device_report, 1},
     {"_mirrored_cpp_model_weight_owners", (DL_FUNC) &_mirrored_cpp_model_weight_owners, 1},

@@ -20,6 +20,11 @@ void cpp_model_set_resident_input(SEXP ptr, int mode, double budget) {
 }
 
 // [[Rcpp::export]]
+void cpp_model_release_resident_input(SEXP ptr) {
+  guarded([&] { Rcpp::XPtr<mr::Model>(ptr)->release_resident_input(); });
+}
+
+// [[Rcpp::export]]
 Rcpp::List cpp_model_input_pipeline(SEXP ptr) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(ptr);

@@ -104,8 +104,14 @@ test_that("arrays resident on the device: the path, its numbers and the fallback
     suppressMessages(model <- staged_model(strategy))
     set_weights(model, w0)
     set_random_seed(11)
-    h <- fit(model, d$x, d$y, batch_size = 16, epochs = 2, sample_weight = d$sw, verbose = 0)
-    list(w = get_weights(model), h = h$metrics, p = mirrored:::input_pipeline(model))
+    during <- NULL  # what is resident while fit() runs
+    seen <- callback_lambda(on_epoch_end = function(epoch, logs) {
+      during <<- c(during, mirrored:::input_pipeline(model)$resident_bytes)
+    })
+    h <- fit(model, d$x, d$y, batch_size = 16, epochs = 2, sample_weight = d$sw, verbose = 0,
+             callbacks = list(seen))
+    list(w = get_weights(model), h = h$metrics, p = mirrored:::input_pipeline(model),
+         during = during)
   }
   w0 <- get_weights(staged_model())
   for (devices in list("/cpu:0", c("/cpu:0", "/cpu:1"))) {
@@ -117,9 +123,12 @@ test_that("arrays resident on the device: the path, its numbers and the fallback
     expect_identical(on$h, off$h)
     expect_identical(over$w, off$w)
     expect_equal(off$p$path, "host")
+    expect_equal(on$during, rep(103 * 6 * 4, 2))  # x, y and the weights, in float32
+    expect_equal(over$during, c(0, 0))
+    # fit() dropped its resident arrays when it returned.
     expect_equal(on$p[c("path", "resident_input", "gathered", "resident_bytes")],
                  list(path = "resident", resident_input = "on", gathered = 14 * length(devices),
-                      resident_bytes = 103 * 6 * 4))
+                      resident_bytes = 0))
     expect_equal(over$p[c("path", "gathered", "resident_bytes")],
                  list(path = "host", gathered = 0, resident_bytes = 0))
   }

@@ -147,6 +147,12 @@ TEST(ResidentCpu, StepsAllocateNothing) {
   EXPECT_EQ(m.replica_backend(0).system_allocations() + m.replica_backend(1).system_allocations(),
             before);
   EXPECT_GT(m.gathered_inputs(), 0);
+  EXPECT_EQ(m.resident_bytes(), 101 * 12 * 4);
+  // The end of fit(): nothing stays resident; the next pass attaches again.
+  m.release_resident_input();
+  EXPECT_EQ(m.resident_bytes(), 0);
+  train_epoch(m, src, 3, -1, none);
+  EXPECT_EQ(m.resident_bytes(), 101 * 12 * 4);
 }
 
 TEST(ResidentCpu, ModeAndBudgetAreChecked) {

@@ -230,6 +230,8 @@ class Model {
   // A training (or evaluation) step on the `rows` rows at `order` of
   // resident `data` (the order stays valid until finish_step()).
   void start_resident_step(bool train, const ArrayData& data, const int64_t* order, int64_t rows);
+  // Drops the resident datasets (end of fit()/evaluate()); between steps.
+  void release_resident_input();
   int64_t resident_bytes() const { return step_.resident().resident_bytes(); }
   int64_t gathered_inputs() const { return step_.resident().gathered(); }
   // The input path of the last training or evaluation pass (set by the loop).

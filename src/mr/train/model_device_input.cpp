@@ -109,6 +109,11 @@ bool Model::resident_input_for(const std::shared_ptr<const ArrayData>& data) {
   return step_.resident().attach(data, resident_budget_);
 }
 
+void Model::release_resident_input() {
+  MR_CHECK(!in_flight_, internal, "a step is in flight");
+  step_.resident().release();
+}
+
 void Model::start_resident_step(bool train, const ArrayData& data, const int64_t* order,
                                 int64_t rows) {
   MR_CHECK(compiled_, value, "the model must be compiled before ",

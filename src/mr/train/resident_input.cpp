@@ -77,6 +77,12 @@ bool ResidentInput::attach(const std::shared_ptr<const ArrayData>& data, int64_t
   return true;
 }
 
+void ResidentInput::release() {
+  batch_entry_ = nullptr;
+  order_ = nullptr;
+  entries_.clear();
+}
+
 void ResidentInput::set_batch(const ArrayData* data, const int64_t* order, int64_t rows) {
   batch_entry_ = nullptr;
   for (const Entry& e : entries_)

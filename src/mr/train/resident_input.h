@@ -40,6 +40,9 @@ class ResidentInput {
   // over budget (or rows beyond int32), nothing resident for `data`; the
   // caller streams from the host instead.
   bool attach(const std::shared_ptr<const ArrayData>& data, int64_t budget);
+  // Drops every resident dataset (the end of fit() or evaluate(), so that a
+  // model does not keep the arrays of a finished call); between steps.
+  void release();
   // The batch of the next step: `rows` row numbers at `order` into the data
   // attached last (valid until the step finished).
   void set_batch(const ArrayData* data, const int64_t* order, int64_t rows);
