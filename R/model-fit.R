@@ -65,7 +65,7 @@
 #' @section Input on the device:
 #' In-memory arrays `x` and `y` (and `sample_weight`) whose total size fits
 #' `options(mirrored.resident_bytes)` (default 1 GiB; on a GPU also at most
-#' half of its free memory) are copied to each replica's device once, and
+#' half of its free memory) are copied to each replica's device once per call, and
 #' each step gathers its rows there (the same rows, in the same shuffled
 #' order, as copying them from R's memory); larger arrays are streamed.
 #' `options(mirrored.resident_input = FALSE)` streams them always. Batches
