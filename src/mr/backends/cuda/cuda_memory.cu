@@ -286,8 +286,8 @@ void CudaBackend::upload_on(Lane lane, void* dst, const void* host_src, size_t b
     return;
   }
   // idle_ is only ever waited on by the caller's thread, which this is.
-  MR_CUDA_CALL(
-      cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_), ordinal_);
+  MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_),
+               ordinal_);
   MR_CUDA_CALL(cudaEventRecord(idle_, copy_stream_), ordinal_);
   cuda_wait_event(idle_, ordinal_, wait_limits(), who(), "an upload from pageable memory");
 }
