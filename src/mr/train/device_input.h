@@ -22,8 +22,9 @@
 // needs no second capture per slot parity; the copy is one device-to-device
 // transfer per part (device bandwidth, microseconds for a batch), issued
 // outside the captured region like the per-step uploads were. It also frees
-// the slot as soon as the step starts, so the next batch but one can be
-// uploaded into it while the step computes.
+// the slot as soon as the step's copies ran, so the next batch but one can
+// be uploaded into it while the step computes (Step::stage_ahead issues
+// that upload after the step's own work is queued).
 //
 // Host side: a slot also keeps the batch's descriptor (rows and the parts'
 // widths, no data pointers), which the step reads after the host batch may

@@ -126,8 +126,8 @@ LoopResult run_host_steps(Model& model, BatchSource& source, int64_t max_batches
 }
 
 // ---- i14-devinput: batches staged ahead in device slots ----
-// Step i reads device slot i % 2; it copies the slot out, then stages batch
-// i + 2 into it on the copy lane, so that while step i computes, batch i + 1
+// Step i copies device slot i % 2 into its buffers, queues its work, then
+// stages batch i + 2 into the slot on the copy lane: while step i computes, batch i + 1
 // is staged and batch i + 2 is on its way. Meanwhile the caller draws batch
 // i + 3. Host validity (data/batch.h: a batch stays valid until the source
 // has produced two more): batch i + 3 invalidates batch i + 1, which step

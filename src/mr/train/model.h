@@ -210,7 +210,7 @@ class Model {
   // batches as start_train_step() does.
   void stage_inputs(const HostBatch& first, const HostBatch* second);
   // A training (or evaluation) step on the batch staged in `slot`; once the
-  // replicas copied it out, they stage `ahead` (the batch after the next,
+  // replicas queued the step's work, they stage `ahead` (the batch after the next,
   // when not null; checked here) into the same slot on the copy lane. `ahead`
   // must stay valid until finish_step() returns.
   void start_staged_step(bool train, int slot, const HostBatch* ahead);

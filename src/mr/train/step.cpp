@@ -332,6 +332,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
       // update, constraints, EMA (train/update.h).
       update_.run(r, config.optimizer, iteration, state_.scalars(r));
     });
+    stage_ahead(r, &clock_);  // i14-devinput: once the step's work is queued
   });
 }
 
@@ -345,11 +346,13 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     // Keras' evaluation loss includes the regularization losses too.
     if (r == 0)
       rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
-    if (count == 0) return;
-    const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
-    rep.exec->forward(ps);
-    losses(r, config, count, 0.0f);
-    rep.exec->activity_penalties(ps, reg_sum);
+    if (count > 0) {
+      const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
+      rep.exec->forward(ps);
+      losses(r, config, count, 0.0f);
+      rep.exec->activity_penalties(ps, reg_sum);
+    }
+    stage_ahead(r, nullptr);  // i14-devinput: once the step's work is queued
   });
 }
 
@@ -400,10 +403,17 @@ std::pair<int64_t, int64_t> Step::take_slot(int rank, const HostBatch& desc, boo
     input_->copy_part(rank, slot, part, dst, bytes);
   });
   input_->end_take(rank, slot);
-  // The slot is free once the copies above ran: the batch after next goes
-  // into it on the copy lane while this step computes.
-  if (ahead_ != nullptr) input_->stage(rank, slot, *ahead_);
   return range;
+}
+
+void Step::stage_ahead(int rank, StepClock* clock) {
+  if (slot_ < 0 || ahead_ == nullptr) return;
+  // The slot is free once the step's copies out of it ran: the batch after
+  // next goes into it on the copy lane while this step computes. Issued
+  // after the step's own work, so that the host's copy into pinned memory
+  // does not delay the launches of the step's kernels.
+  ScopedPhase staging(clock, rank, StepPhase::input);
+  input_->stage(rank, slot_, *ahead_);
 }
 
 void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c) {

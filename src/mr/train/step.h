@@ -169,9 +169,10 @@ class Step {
   // Stages `batch` into `slot` on every replica and waits (outside steps).
   void stage_slot_now(int slot, const HostBatch& batch);
   // The next post_train()/post_eval() reads slot `slot` (its batch argument
-  // is then the slot's descriptor) and, once the slot is copied out, stages
-  // `ahead` (when not null) into it on the copy lane; -1: the batch's host
-  // data as before. Set between steps only.
+  // is then the slot's descriptor: the step copies the slot into its own
+  // buffers first) and, once the step's work is queued, stages `ahead` (when
+  // not null) into it on the copy lane; -1: the batch's host data as before.
+  // Set between steps only.
   void use_slot(int slot, const HostBatch* ahead) {
     slot_ = slot;
     ahead_ = ahead;
@@ -189,6 +190,9 @@ class Step {
 
  private:
   std::pair<int64_t, int64_t> take_slot(int rank, const HostBatch& desc, bool targets);
+  // Replica `rank`'s thread, at the end of a step read from a slot: stages
+  // the batch after next into that slot (timed as input on `clock`).
+  void stage_ahead(int rank, StepClock* clock);
   template <class Put>
   std::pair<int64_t, int64_t> place(int rank, const HostBatch& batch, bool targets, Put&& put);
   std::pair<int64_t, int64_t> take_resident(int rank, const HostBatch& desc, bool targets);
