@@ -50,6 +50,12 @@ void DeviceInput::reserve(int slot, const HostBatch& batch) {
     // freed block's reuse after the compute lane's queued work, so the
     // compute lane first waits for the slot's last upload.
     be.wait_event(*s.filled, Lane::compute);
+    const bool grows = [&] {
+      if (s.parts.size() < batch.parts.size()) return true;
+      for (size_t p = 0; p < batch.parts.size(); ++p)
+        if (rows * std::max<int64_t>(1, batch.parts[p].width) > s.capacity[p]) return true;
+      return false;
+    }();
     if (s.parts.size() < batch.parts.size()) {
       while (s.parts.size() < batch.parts.size()) s.parts.emplace_back(nullptr, DeviceFree{});
       s.capacity.resize(batch.parts.size(), 0);
@@ -60,6 +66,17 @@ void DeviceInput::reserve(int slot, const HostBatch& batch) {
       s.parts[p] = be.allocate(static_cast<size_t>(need) * sizeof(float));
       s.capacity[p] = need;
     }
+    // The allocator hands out blocks ordered for the COMPUTE lane only: a
+    // new block may be zeroed by a memset queued there (CUDA's allocate) or
+    // be a cached block that kernels of a step still queued there read. The
+    // next stage() orders the copy lane after `consumed` only, so `consumed`
+    // is recorded on the compute lane after all that: the first upload into
+    // the new buffers then runs after the memset and after every earlier
+    // user of the blocks (otherwise the memset could zero batch i + 2 after
+    // its upload, or the upload overwrite a block a running step reads).
+    // The slot holds no batch still to be taken (the precondition), so
+    // `consumed` loses nothing it promised.
+    if (grows) be.record_event(*s.consumed, Lane::compute);
   }
 }
 
