@@ -130,6 +130,20 @@ TEST_P(ResidentCpu, OverBudgetFallsBackToStreaming) {
   EXPECT_EQ(none.gathered, 0);
 }
 
+// Review finding 4: the validation arrays do not evict the training arrays
+// of the same call (which would re-upload both every epoch): when both do
+// not fit, the training arrays stay and the validation arrays stream.
+TEST_P(ResidentCpu, ValidationDataNeverEvictTheTrainingData) {
+  const int n = GetParam();
+  const Result off = run(n, 0, int64_t{1} << 30, true);
+  // Room for the training arrays (101 x 12 floats), not beside the others.
+  const Result one = run(n, 1, 101 * 12 * 4 + 100, true);
+  EXPECT_TRUE(same_bits(one.params, off.params));
+  EXPECT_EQ(one.logs, off.logs);
+  EXPECT_EQ(one.resident, 101 * 12 * 4);
+  EXPECT_EQ(one.gathered, 3 * 7 * n);  // training batches only
+}
+
 INSTANTIATE_TEST_SUITE_P(Replicas, ResidentCpu, ::testing::Values(1, 2));
 
 TEST(ResidentCpu, StepsAllocateNothing) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <new>
 
 #include "core/device_info.h"
 #include "core/error.h"
@@ -34,44 +36,55 @@ bool ResidentInput::attach(const std::shared_ptr<const ArrayData>& data, int64_t
   if (data->rows > std::numeric_limits<int32_t>::max()) return false;
   int64_t bytes = 0;
   for (const auto& p : data->parts) bytes += static_cast<int64_t>(p.size() * sizeof(float));
-  // Older datasets go first when the new one does not fit beside them.
-  auto used = [this] {
-    int64_t n = 0;
-    for (const Entry& e : entries_) n += e.bytes;
-    return n;
-  };
-  if (bytes > budget) return false;  // what is resident stays
-  while (!entries_.empty() && used() + bytes > budget) entries_.erase(entries_.begin());
+  // Every dataset attached during this fit() or evaluate() call stays until
+  // release() (the end of the call): one that does not fit beside them is
+  // streamed instead. Evicting the training data for the validation data
+  // would re-upload both every epoch.
+  int64_t used = 0;
+  for (const Entry& e : entries_) used += e.bytes;
+  if (used + bytes > budget) return false;
   const bool on_gpu = replicas_.backend(0).kind() == DeviceKind::cuda;
-  if (on_gpu)
+  if (on_gpu) {
+    // Replicas sharing one physical GPU (logical_per_gpu > 1) each hold a
+    // copy: their copies together must stay within half of what that GPU
+    // has free now (the steps' own buffers and the caching allocator's
+    // growth keep the rest). Free memory is what the driver reports: blocks
+    // the caching allocator keeps after an earlier release() count as used.
+    std::map<int, int> copies_on;
+    for (const DeviceSpec& d : replicas_.devices()) ++copies_on[d.cuda_ordinal()];
     for (int r = 0; r < replicas_.size(); ++r) {
-      // Half of what is free now: the steps' own buffers and the caching
-      // allocator's growth keep the rest.
       const int64_t free = free_bytes(r);
-      if (free >= 0 && bytes > free / 2) {
-        entries_.clear();  // what was resident may have been the problem
-        return false;
-      }
+      const int k = copies_on[replicas_.devices()[static_cast<size_t>(r)].cuda_ordinal()];
+      if (free >= 0 && bytes > free / 2 / k) return false;
     }
+  }
   Entry e;
   e.data = data;
   e.bytes = bytes;
-  for (int r = 0; r < replicas_.size(); ++r) {
-    Backend& be = replicas_.backend(r);
-    std::vector<DeviceBuffer> copies;
-    std::vector<const float*> src;
-    for (const auto& p : data->parts) {
-      if (be.kind() == DeviceKind::cpu) {  // the host array is the device's memory
-        src.push_back(p.data());
-        continue;
+  try {
+    for (int r = 0; r < replicas_.size(); ++r) {
+      Backend& be = replicas_.backend(r);
+      std::vector<DeviceBuffer> copies;
+      std::vector<const float*> src;
+      for (const auto& p : data->parts) {
+        if (be.kind() == DeviceKind::cpu) {  // the host array is the device's memory
+          src.push_back(p.data());
+          continue;
+        }
+        DeviceBuffer b = be.allocate(p.size() * sizeof(float));
+        be.upload(b.get(), p.data(), p.size() * sizeof(float));
+        src.push_back(static_cast<const float*>(b.get()));
+        copies.push_back(std::move(b));
       }
-      DeviceBuffer b = be.allocate(p.size() * sizeof(float));
-      be.upload(b.get(), p.data(), p.size() * sizeof(float));
-      src.push_back(static_cast<const float*>(b.get()));
-      copies.push_back(std::move(b));
+      e.copies.push_back(std::move(copies));
+      e.src.push_back(std::move(src));
     }
-    e.copies.push_back(std::move(copies));
-    e.src.push_back(std::move(src));
+  } catch (const Error&) {
+    // Out of device memory after all (another process, fragmentation): the
+    // partial copies are freed with `e`, and the pass streams from the host.
+    return false;
+  } catch (const std::bad_alloc&) {
+    return false;
   }
   entries_.push_back(std::move(e));
   return true;

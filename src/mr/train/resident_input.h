@@ -35,10 +35,11 @@ class ResidentInput {
 
   // Makes `data` resident on every replica when it is not already, within
   // `budget` bytes per device for all resident datasets together (on a GPU
-  // also at most half of its free memory): older datasets are dropped first
-  // (the training and the validation data both stay when both fit). false:
-  // over budget (or rows beyond int32), nothing resident for `data`; the
-  // caller streams from the host instead.
+  // the copies of the replicas sharing it together also at most half of its
+  // free memory). Nothing resident is dropped before release(): false when
+  // `data` does not fit beside them (or has rows beyond int32, or the device
+  // allocation fails); nothing is then resident for `data` and the caller
+  // streams from the host instead.
   bool attach(const std::shared_ptr<const ArrayData>& data, int64_t budget);
   // Drops every resident dataset (the end of fit() or evaluate(), so that a
   // model does not keep the arrays of a finished call); between steps.
