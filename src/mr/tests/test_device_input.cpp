@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -202,7 +203,7 @@ TEST(DeviceInputCpu, AutomaticIsOffOnCpuReplicas) {
 }
 
 // Batches of growing size: the batch after next does not fit its slot, which
-// then grows between steps (Model::end_staged_step).
+// then grows between steps (Model::stage_late_input).
 class GrowingSource final : public BatchSource {
  public:
   explicit GrowingSource(std::shared_ptr<ArrayData> d) : d_(std::move(d)) {}
@@ -238,6 +239,119 @@ TEST(DeviceInputCpu, BatchesLargerThanTheirSlotAreStagedAfterTheStep) {
     got.push_back(m.get_params());
   }
   EXPECT_TRUE(bit_identical(got[0], got[1]));
+}
+
+// Review finding 2: a batch after next that outgrows its slot is staged
+// only after the step's bookkeeping (finish_step() advances iterations and
+// stages nothing), so a failure while staging it cannot leave an applied
+// update uncounted; go_on = false drops it.
+TEST(DeviceInputCpu, LateStagingRunsAfterTheStepsBookkeeping) {
+  Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
+  m.compile(config());
+  auto d = data(40, false);
+  auto batch = [&](int64_t at, int64_t rows) {
+    HostBatch b;
+    b.rows = rows;
+    b.parts = {HostComponent{d->parts[0].data() + at * kIn, kIn},
+               HostComponent{d->parts[1].data() + at, 1}};
+    return b;
+  };
+  const HostBatch b0 = batch(0, 4), b1 = batch(4, 4), b2 = batch(8, 12), b3 = batch(20, 12);
+  m.stage_inputs(b0, &b1);
+  const int64_t staged = m.staged_inputs();
+  m.start_staged_step(true, 0, &b2);  // b2 outgrows slot 0
+  EXPECT_TRUE(m.late_input_pending());
+  m.finish_step();
+  EXPECT_EQ(m.iterations(), 1);
+  EXPECT_EQ(m.staged_inputs(), staged);  // nothing staged inside finish_step()
+  EXPECT_THROW(m.start_staged_step(true, 1, nullptr), Error);  // b2 not staged yet
+  m.stage_late_input(true);
+  EXPECT_EQ(m.staged_inputs(), staged + 2);  // b2 on both replicas
+  m.start_staged_step(true, 1, &b3);         // b3 outgrows slot 1
+  m.finish_step();
+  m.stage_late_input(false);  // the pass ends: dropped
+  EXPECT_FALSE(m.late_input_pending());
+  EXPECT_EQ(m.iterations(), 2);
+  EXPECT_EQ(m.staged_inputs(), staged + 2);
+  m.start_staged_step(true, 0, nullptr);  // b2, staged late
+  m.finish_step();
+  EXPECT_EQ(m.iterations(), 3);
+}
+
+// Batches of 4 rows; batch `odd` is malformed: `rows0` gives it no rows,
+// otherwise its targets have 2 values per sample (the loss takes 1).
+class OddBatchSource final : public BatchSource {
+ public:
+  OddBatchSource(std::shared_ptr<ArrayData> d, int64_t odd, bool rows0)
+      : d_(std::move(d)), odd_(odd), rows0_(rows0) {}
+  void reset(int64_t) override { k_ = 0; }
+  bool next(HostBatch& b) override {
+    if (k_ >= 6) return false;
+    const int64_t at = 4 * k_;
+    b.rows = k_ == odd_ && rows0_ ? 0 : 4;
+    b.parts = {HostComponent{d_->parts[0].data() + at * kIn, kIn},
+               HostComponent{d_->parts[1].data() + at, k_ == odd_ && !rows0_ ? 2 : 1}};
+    ++k_;
+    return true;
+  }
+  int64_t batches() const override { return 6; }
+
+ private:
+  std::shared_ptr<ArrayData> d_;
+  int64_t odd_, k_ = 0;
+  bool rows0_;
+};
+
+// Review finding 7: a malformed batch fails at its own step on the copy
+// lane too (staged two steps ahead, its check is kept with the slot): the
+// steps before it are applied, the error is the host path's.
+TEST(DeviceInputCpu, AMalformedBatchFailsAtItsOwnStepAsOnTheHostPath) {
+  for (bool rows0 : {false, true})
+    for (int64_t odd : {0, 1, 2, 4}) {
+      std::vector<std::vector<float>> params;
+      std::vector<std::string> errors;
+      for (int mode : {0, 1}) {
+        Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
+        m.compile(config());
+        m.set_device_input(mode);
+        m.set_resident_input(0, 0);
+        OddBatchSource src(data(24, false), odd, rows0);
+        LoopHooks none;
+        try {
+          train_epoch(m, src, 0, -1, none);
+          ADD_FAILURE() << "no error, mode " << mode;
+        } catch (const Error& e) {
+          errors.push_back(e.what());
+        }
+        EXPECT_EQ(m.iterations(), odd) << "mode " << mode << ", rows0 " << rows0;
+        params.push_back(m.get_params());
+        // The model stays usable: the next pass stages afresh.
+        OddBatchSource good(data(24, false), 99, false);
+        EXPECT_EQ(train_epoch(m, good, 1, -1, none).batches, 6);
+      }
+      EXPECT_EQ(errors[0], errors[1]) << "odd " << odd;
+      EXPECT_TRUE(bit_identical(params[0], params[1])) << "odd " << odd;
+    }
+}
+
+// Evaluation skips a batch of no rows on both paths (start_eval_step()).
+TEST(DeviceInputCpu, EvaluationSkipsABatchOfNoRowsAsOnTheHostPath) {
+  for (int64_t odd : {0, 1, 3, 5}) {
+    std::vector<std::vector<double>> logs;
+    for (int mode : {0, 1}) {
+      Model m(small_net(), devices(DeviceKind::cpu, 2), 1);
+      m.compile(config());
+      m.set_device_input(mode);
+      m.set_resident_input(0, 0);
+      OddBatchSource src(data(24, false), odd, true);
+      LoopHooks none;
+      const LoopResult r = evaluate(m, src, -1, none);
+      EXPECT_EQ(r.batches, 6);
+      logs.push_back(r.logs);
+      if (mode == 1) EXPECT_EQ(m.taken_inputs(), 5 * 2) << "odd " << odd;
+    }
+    EXPECT_EQ(logs[0], logs[1]) << "odd " << odd;
+  }
 }
 
 TEST(DeviceInputCpu, StagedStepsAllocateNothing) {

@@ -147,7 +147,7 @@ LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batch
   cycle.draw([&] {
     have = wanted(0) && source.next(host[0]);
     have_next = have && wanted(1) && source.next(host[1]);
-    if (have) model.stage_inputs(host[0], have_next ? &host[1] : nullptr);
+    if (have) model.stage_inputs(host[0], have_next ? &host[1] : nullptr, train);
     have_ahead = have_next && wanted(2) && source.next(host[0]);
     return have;
   });
@@ -160,6 +160,19 @@ LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batch
       have_after = have_ahead && wanted(i + 3) && source.next(host[(i + 1) % 2]);
       return have_next;
     });
+    // A batch i + 2 larger than its slot is staged now, after step i's
+    // bookkeeping (Model::stage_late_input); still valid: batch i + 3 went
+    // into the other host batch.
+    if (model.late_input_pending()) {
+      if (!go_on) {
+        model.stage_late_input(false);
+      } else {
+        cycle.draw([&] {
+          model.stage_late_input(true);
+          return true;
+        });
+      }
+    }
     if (!go_on) break;
     have = have_next;
     have_next = have_ahead;

@@ -246,10 +246,10 @@ bool Model::finish_step(const std::function<bool()>& interrupted) {
     stop = replicas_.wait(in_flight_train_ ? "training" : "evaluation", state_.iterations + 1,
                           interrupted);
   } catch (...) {
-    end_staged_step(false);  // i14-devinput
+    end_step_input(false);  // i14-devinput
     throw;
   }
-  end_staged_step(true);  // i14-devinput
+  end_step_input(true);  // i14-devinput (no late staging: stage_late_input())
   // A step skipped by loss scaling applied nothing: Keras' iterations stay.
   if (in_flight_train_ && !finish_loss_scale()) ++state_.iterations;
   return stop;

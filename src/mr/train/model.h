@@ -10,7 +10,9 @@
 // read_metrics().
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -207,13 +209,24 @@ class Model {
   bool device_input_active() const;
   // Stages `first` into slot 0 and `second` (when not null) into slot 1 of
   // every replica and waits: the start of a pass, outside steps. Checks both
-  // batches as start_train_step() does.
-  void stage_inputs(const HostBatch& first, const HostBatch* second);
+  // batches as start_train_step() (`train`) or start_eval_step() does; a
+  // batch that fails its checks is not staged and its error is raised by its
+  // own start_staged_step(), after the steps before it (as on the host path);
+  // an evaluation batch of no rows is skipped there.
+  void stage_inputs(const HostBatch& first, const HostBatch* second, bool train = true);
   // A training (or evaluation) step on the batch staged in `slot`; once the
   // replicas queued the step's work, they stage `ahead` (the batch after the next,
-  // when not null; checked here) into the same slot on the copy lane. `ahead`
-  // must stay valid until finish_step() returns.
+  // when not null; checked here, its error kept for its own step) into the
+  // same slot on the copy lane. `ahead` must stay valid until finish_step()
+  // (or stage_late_input()) returns.
   void start_staged_step(bool train, int slot, const HostBatch* ahead);
+  // After finish_step() of a staged step whose `ahead` did not fit its slot:
+  // grows the slot and stages `ahead` (between steps, after the step's
+  // bookkeeping, so that an error here leaves iterations and the loss scale
+  // those of the applied update). `go_on`: false drops it (the pass ends).
+  // The loop times it as input.
+  bool late_input_pending() const { return late_ahead_ != nullptr; }
+  void stage_late_input(bool go_on);
   // Slot uploads and slot reads so far, summed over replicas.
   int64_t staged_inputs() const { return step_.device_input().staged(); }
   int64_t taken_inputs() const { return step_.device_input().taken(); }
@@ -244,10 +257,17 @@ class Model {
   }
 
  private:
-  // After a staged step's wait: leaves slot mode and stages an `ahead` that
-  // did not fit its slot (grown here, between steps). `ok`: the step ended
-  // without an error (otherwise nothing more is staged).
-  void end_staged_step(bool ok);
+  // After every step's wait, on every path: leaves slot and resident mode.
+  // `ok`: the step ended without an error (otherwise a late `ahead` is
+  // dropped). Never throws.
+  void end_step_input(bool ok);
+  // Checks `batch` for `slot` (see stage_inputs()): true when it is to be
+  // staged; otherwise the slot records its error or that it is skipped.
+  bool accept_staged(int slot, const HostBatch& batch, bool train);
+  // Per slot: the error of the batch it should hold, raised at its step;
+  // whether it holds an evaluation batch of no rows (no step).
+  std::array<std::exception_ptr, DeviceInput::kSlots> slot_error_{};
+  std::array<bool, DeviceInput::kSlots> slot_skip_{};
   int device_input_mode_ = -1;
   int resident_mode_ = -1;
   int64_t resident_budget_ = int64_t{1} << 30;
