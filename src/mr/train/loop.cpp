@@ -209,8 +209,22 @@ LoopResult run_resident_steps(Model& model, ArraySource& source, int64_t max_bat
 // ahead on the copy lane, else uploads from the host.
 LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                      bool train) {
-  if (auto* arrays = dynamic_cast<ArraySource*>(&source);
-      arrays != nullptr && model.resident_input_for(arrays->data())) {
+  auto* arrays = dynamic_cast<ArraySource*>(&source);
+  bool resident = false;
+  if (arrays != nullptr) {
+    // Making the arrays resident (their upload, at the first epoch) is input
+    // time of the epoch's first step on the step clock.
+    StepClock* clock = train ? &model.step_clock() : nullptr;
+    if (clock != nullptr) clock->begin_input();
+    try {
+      resident = model.resident_input_for(arrays->data());
+    } catch (...) {
+      if (clock != nullptr) clock->end_input();
+      throw;
+    }
+    if (clock != nullptr) clock->end_input();
+  }
+  if (resident) {
     model.set_last_input_path(Model::InputPath::resident);
     return run_resident_steps(model, *arrays, max_batches, hooks, train);
   }
