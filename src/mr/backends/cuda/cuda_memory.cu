@@ -155,13 +155,28 @@ void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t 
 // ---- the backend ----------------------------------------------------------------
 
 namespace {
-// Uploads up to the slot size go through the pinned ring; larger ones (whole
-// weight sets, or batches larger than reserve_staging() announced) copy from
-// pageable memory and wait for the compute stream. reserve_staging() grows
-// slots up to kPinnedMax: larger staging would keep too much memory pinned.
+// Every upload goes through the pinned ring: one larger than a slot (whole
+// weight sets, or batches larger than reserve_staging() announced) in
+// slot-sized chunks, so that every wait of an upload is a deadline-bound
+// poll of a ring slot's event (a pageable cudaMemcpyAsync could block in the
+// driver until its stream reached it, with no deadline and no interrupt).
+// reserve_staging() grows slots up to kPinnedMax: larger staging would keep
+// too much memory pinned.
 constexpr size_t kPinnedMax = size_t{64} << 20;
 constexpr size_t kPinnedDefault = size_t{1} << 20;
 constexpr int kPinnedSlots = 8;
+
+// `bytes` of host `src` to device `dst` on `stream` through `ring`, in
+// chunks of at most one slot; src has been read when it returns.
+void ring_upload(PinnedRing& ring, cudaStream_t stream, void* dst, const void* src, size_t bytes,
+                 const WaitLimits& limits, const std::string& who) {
+  const size_t chunk = ring.slot_bytes();
+  MR_CHECK(chunk > 0, internal, "no pinned staging slots");
+  auto* d = static_cast<char*>(dst);
+  const auto* h = static_cast<const char*>(src);
+  for (size_t at = 0; at < bytes; at += chunk)
+    ring.upload(stream, d + at, h + at, std::min(chunk, bytes - at), limits, who);
+}
 }  // namespace
 
 CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordinal) {
@@ -264,16 +279,10 @@ void CudaBackend::reset_peak_memory() { alloc_->reset_peak(); }
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
   use_device(ordinal_);
-  if (bytes <= pinned_->slot_bytes()) {
-    pinned_->upload(stream_, dst, host_src, bytes, wait_limits(), who());
-    return;
-  }
-  MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_);
-  wait_idle("an upload from pageable memory");
+  ring_upload(*pinned_, stream_, dst, host_src, bytes, wait_limits(), who());
 }
 
-// i14-devinput: the same path on the lane's stream. An oversized upload
-// from pageable memory waits for that stream only.
+// i14-devinput: the same path on the lane's stream.
 void CudaBackend::upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) {
   if (lane == Lane::compute) {
     upload(dst, host_src, bytes);
@@ -281,15 +290,7 @@ void CudaBackend::upload_on(Lane lane, void* dst, const void* host_src, size_t b
   }
   if (bytes == 0) return;
   use_device(ordinal_);
-  if (bytes <= pinned_->slot_bytes()) {
-    pinned_->upload(copy_stream_, dst, host_src, bytes, wait_limits(), who());
-    return;
-  }
-  // idle_ is only ever waited on by the caller's thread, which this is.
-  MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, copy_stream_),
-               ordinal_);
-  MR_CUDA_CALL(cudaEventRecord(idle_, copy_stream_), ordinal_);
-  cuda_wait_event(idle_, ordinal_, wait_limits(), who(), "an upload from pageable memory");
+  ring_upload(*pinned_, copy_stream_, dst, host_src, bytes, wait_limits(), who());
 }
 
 void CudaBackend::reserve_staging(size_t bytes) {
