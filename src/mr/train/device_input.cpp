@@ -8,14 +8,6 @@
 
 namespace mr {
 
-namespace {
-// The largest slice of a global batch of `rows` (the first replica's,
-// dist/batch_split.h), at least one row so that every part has a buffer.
-int64_t widest_slice(int64_t rows, int replicas) {
-  return std::max<int64_t>(1, (rows + replicas - 1) / replicas);
-}
-}  // namespace
-
 DeviceInput::DeviceInput(ReplicaSet& replicas)
     : replicas_(replicas), reps_(static_cast<size_t>(replicas.size())) {
   for (int r = 0; r < replicas.size(); ++r)
@@ -28,7 +20,7 @@ DeviceInput::DeviceInput(ReplicaSet& replicas)
 DeviceInput::~DeviceInput() = default;
 
 bool DeviceInput::fits(int slot, const HostBatch& batch) const {
-  const int64_t rows = widest_slice(batch.rows, replicas_.size());
+  const int64_t rows = largest_slice(batch.rows, replicas_.size());
   for (const Replica& rep : reps_) {
     const Slot& s = rep.slots[static_cast<size_t>(slot)];
     if (s.capacity.size() < batch.parts.size()) return false;
@@ -40,7 +32,7 @@ bool DeviceInput::fits(int slot, const HostBatch& batch) const {
 
 void DeviceInput::reserve(int slot, const HostBatch& batch) {
   if (fits(slot, batch)) return;
-  const int64_t rows = widest_slice(batch.rows, replicas_.size());
+  const int64_t rows = largest_slice(batch.rows, replicas_.size());
   for (int r = 0; r < replicas_.size(); ++r) {
     Slot& s = slot_of(r, slot);
     Backend& be = replicas_.backend(r);

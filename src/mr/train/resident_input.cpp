@@ -7,6 +7,7 @@
 
 #include "core/device_info.h"
 #include "core/error.h"
+#include "dist/batch_split.h"
 
 namespace mr {
 
@@ -102,8 +103,7 @@ void ResidentInput::set_batch(const ArrayData* data, const int64_t* order, int64
     if (e.data.get() == data) batch_entry_ = &e;
   MR_CHECK(batch_entry_ != nullptr, internal, "the batch's data are not resident");
   order_ = order;
-  const int n = replicas_.size();
-  reserve(std::max<int64_t>(1, (rows + n - 1) / n));
+  reserve(largest_slice(rows, replicas_.size()));
 }
 
 void ResidentInput::reserve(int64_t slice_rows) {

@@ -120,8 +120,7 @@ void Step::set_trainable(const std::vector<char>& trainable) {
 
 void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths, bool weights) {
   const int n = replicas_.size();
-  // The first replica's slice is the largest (dist/batch_split.h).
-  const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
+  const int64_t rows = largest_slice(global_rows, n);
   // Host staging for the largest upload of a slice (pinned memory on a GPU).
   int64_t widest = 0;
   for (int64_t w : target_widths) widest = std::max(widest, w);
