@@ -169,6 +169,45 @@ TEST(ResidentCpu, StepsAllocateNothing) {
   EXPECT_EQ(m.resident_bytes(), 101 * 12 * 4);
 }
 
+// Review finding 9: only a loss whose per-batch arguments read the targets
+// (ignore_class, the hinge losses) gathers them on the host each resident
+// step; with and without, resident steps match streaming bit for bit.
+TEST(ResidentCpu, LossesThatReadTheTargetsMatchStreaming) {
+  for (int variant = 0; variant < 3; ++variant) {
+    std::vector<std::vector<float>> params;
+    std::vector<std::vector<double>> logs;
+    for (int resident : {0, 1}) {
+      Model m(net(), {DeviceSpec{DeviceKind::cpu, 0}, DeviceSpec{DeviceKind::cpu, 1}}, 1);
+      CompileConfig c;
+      c.loss.from_logits = variant != 2;
+      if (variant == 1) {  // labels 0..3, class 2 ignored
+        c.loss.has_ignore = true;
+        c.loss.ignore_class = 2;
+      }
+      if (variant == 2) c.loss.kind = LossKind::hinge;  // 4 targets per row
+      EXPECT_EQ(loss_reads_targets(c.loss), variant != 0);
+      m.compile(c);
+      m.set_resident_input(resident, int64_t{1} << 30);
+      auto d = std::const_pointer_cast<ArrayData>(arrays(101, false, 1));
+      if (variant == 2) {  // one-hot {0, 1} targets
+        std::vector<float> y;
+        for (int64_t i = 0; i < d->rows; ++i)
+          for (int j = 0; j < 4; ++j) y.push_back(j == (i * 5) % 4 ? 1.0f : 0.0f);
+        d->parts[1] = y;
+        d->widths[1] = 4;
+      }
+      ArraySource src(d, 16, true, 8);
+      LoopHooks none;
+      for (int e = 0; e < 2; ++e) logs.push_back(train_epoch(m, src, e, -1, none).logs);
+      EXPECT_EQ(m.gathered_inputs() > 0, resident == 1);
+      params.push_back(m.get_params());
+    }
+    EXPECT_TRUE(same_bits(params[0], params[1])) << "variant " << variant;
+    EXPECT_EQ(logs[0], logs[2]) << "variant " << variant;
+    EXPECT_EQ(logs[1], logs[3]) << "variant " << variant;
+  }
+}
+
 TEST(ResidentCpu, ModeAndBudgetAreChecked) {
   Model m(net(), {DeviceSpec{DeviceKind::cpu, 0}}, 1);
   EXPECT_EQ(m.resident_mode(), -1);

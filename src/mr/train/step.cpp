@@ -235,6 +235,24 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
+namespace {
+// Each output's loss arguments for a global batch of `rows` rows (the one
+// loop behind set_batch_params, Step::prepare_slot and Step::use_resident):
+// width(k) is output k's floats per target row; targets(k) gives its
+// targets for the whole batch, called only for a loss that reads them
+// (loss_reads_targets).
+template <class Width, class Targets>
+void fill_loss_params(std::vector<LossParams>& out, const CompileConfig& c, int64_t rows,
+                      Width&& width, Targets&& targets) {
+  out.resize(c.outputs.size());  // allocates once, at the first step
+  for (size_t k = 0; k < c.outputs.size(); ++k) {
+    const LossConfig& loss = c.outputs[k].loss;
+    const float* t = loss_reads_targets(loss) ? targets(k) : nullptr;
+    out[k] = batch_loss_params(loss, t, rows, width(k));
+  }
+}
+}  // namespace
+
 void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
   if (slot_ >= 0) {  // i14-devinput: computed when the slot's batch was staged
     batch_params_ = slot_params_[static_cast<size_t>(slot_)];
@@ -244,11 +262,10 @@ void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
     batch_params_ = resident_params_;
     return;
   }
-  batch_params_.resize(c.outputs.size());  // allocates once, at the first step
-  for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
-    batch_params_[k] = batch_loss_params(c.outputs[k].loss, t.data, batch.rows, t.width);
-  }
+  const size_t n_in = graph_.inputs().size();
+  fill_loss_params(
+      batch_params_, c, batch.rows, [&](size_t k) { return batch.parts[n_in + k].width; },
+      [&](size_t k) { return batch.parts[n_in + k].data; });
 }
 
 void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
@@ -417,12 +434,11 @@ void Step::stage_ahead(int rank, StepClock* clock) {
 
 void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c) {
   input_->describe(slot, batch);
-  std::vector<LossParams>& params = slot_params_[static_cast<size_t>(slot)];
-  params.resize(c.outputs.size());
-  for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
-    params[k] = batch_loss_params(c.outputs[k].loss, t.data, batch.rows, t.width);
-  }
+  const size_t n_in = graph_.inputs().size();
+  fill_loss_params(
+      slot_params_[static_cast<size_t>(slot)], c, batch.rows,
+      [&](size_t k) { return batch.parts[n_in + k].width; },
+      [&](size_t k) { return batch.parts[n_in + k].data; });
 }
 
 void Step::stage_slot_now(int slot, const HostBatch& batch) {
@@ -434,28 +450,29 @@ std::pair<int64_t, int64_t> Step::take_resident(int rank, const HostBatch& desc,
   int64_t begin = 0, count = 0;
   replica_slice(desc.rows, replicas_.size(), rank, begin, count);
   resident_->load_index(rank, begin, count);
-  return place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t bytes) {
-    const int64_t width = desc.parts[part].width;
-    const auto rows = static_cast<int64_t>(bytes / sizeof(float)) / std::max<int64_t>(1, width);
-    resident_->gather(rank, part, rows, static_cast<float*>(dst));
+  // Every part of the slice has the slice's `count` rows (place() puts
+  // count * width floats of each).
+  return place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t) {
+    resident_->gather(rank, part, count, static_cast<float*>(dst));
   });
 }
 
 void Step::use_resident(const ArrayData& data, const int64_t* order, int64_t rows,
                         const CompileConfig& c) {
   resident_->set_batch(&data, order, rows);
-  // The loss's per-batch arguments read the whole batch's targets: gathered
-  // on the host (one output's, a few floats per row) as the source would.
-  resident_params_.resize(c.outputs.size());
+  // A loss whose per-batch arguments read the whole batch's targets
+  // (loss_reads_targets) gets them gathered on the host (one output's, a few
+  // floats per row) as the source would; the others need no gather.
   const size_t n_in = graph_.inputs().size();
-  for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const int64_t w = data.widths[n_in + k];
+  auto width = [&](size_t k) { return data.widths[n_in + k]; };
+  fill_loss_params(resident_params_, c, rows, width, [&](size_t k) {
+    const int64_t w = width(k);
     const float* src = data.parts[n_in + k].data();
     resident_targets_.resize(static_cast<size_t>(rows * w));
     for (int64_t r = 0; r < rows; ++r)
       std::copy(src + order[r] * w, src + (order[r] + 1) * w, resident_targets_.begin() + r * w);
-    resident_params_[k] = batch_loss_params(c.outputs[k].loss, resident_targets_.data(), rows, w);
-  }
+    return static_cast<const float*>(resident_targets_.data());
+  });
   resident_on_ = true;
 }
 
