@@ -391,7 +391,7 @@ TEST(DeviceInputCpu, AnErrorInAStagedStepIsRethrownAndTheModelStaysUsable) {
 // Backend::upload_on: an upload on the copy lane, joined to compute through
 // an event, then a compute-lane copy; the host buffer is reused at once (the
 // contract: upload_on has read it when it returns). Several uploads larger
-// than one pinned slot and the ring's 8 slots exercise the pageable path.
+// than one pinned slot and the ring's 8 slots go through it in chunks.
 void check_upload_on(Backend& be) {
   const size_t n = 300000;
   be.reserve_staging(64 * 1024 * sizeof(float));
@@ -464,6 +464,25 @@ TEST(GpuDeviceInput, ThreeEpochsBitIdenticalToDirectUploads) {
   EXPECT_TRUE(on.active);
   expect_same(on, off);
   EXPECT_EQ(on.staged, 3 * 7 + 3);
+}
+
+// Review finding 1 on a GPU: slots that grow between steps (late staging,
+// a new allocation zeroed on the compute stream, or a cached block still
+// read there) hold batch i + 2's bytes when step i + 2 reads them.
+TEST(GpuDeviceInput, GrowingSlotsBitIdenticalToDirectUploads) {
+  MR_REQUIRE_GPUS(1);
+  std::vector<std::vector<float>> got;
+  for (int mode : {0, 1}) {
+    Model m(small_net(), devices(DeviceKind::cuda, 1), 1);
+    m.compile(config());
+    m.set_device_input(mode);
+    m.set_resident_input(0, 0);
+    GrowingSource src(data(56, false));
+    LoopHooks none;
+    for (int e = 0; e < 3; ++e) ASSERT_EQ(train_epoch(m, src, e, -1, none).batches, 6);
+    got.push_back(m.get_params());
+  }
+  EXPECT_TRUE(bit_identical(got[0], got[1]));
 }
 
 TEST(GpuDeviceInput, CopyStreamUploadOverlapsTheStep) {
