@@ -16,14 +16,18 @@ tri_state_option <- function(name) {
 }
 
 # options(mirrored.resident_bytes): bytes per device for the resident arrays
-# (default 1 GiB; 0 turns resident data off).
+# (0 turns resident data off). NULL: NA, the core's default (1 GiB,
+# Model::kDefaultResidentBudget), so that the default is written once.
 resident_bytes_option <- function() {
-  v <- getOption("mirrored.resident_bytes", 2^30)
+  v <- getOption("mirrored.resident_bytes")
+  if (is.null(v)) return(NA_real_)
   if (!is.numeric(v) || length(v) != 1 || is.na(v) || v < 0 || !is.finite(v)) {
     abort_value(paste("{.code options(mirrored.resident_bytes)} must be a number of bytes >= 0,",
                       "not {describe(v)}."))
   }
-  floor(v)
+  # The core counts bytes in 64 bits: a larger budget means "no limit" and is
+  # clamped to 2^62 bytes (far beyond any device) before the conversion.
+  min(floor(v), 2^62)
 }
 
 # Called by fit() and evaluate() before their first step:
@@ -51,7 +55,8 @@ release_resident_input <- function(model) {
 # batches gathered there), "copy lane" (batches staged ahead in device slots)
 # or "host" (each step uploads its batch); `staged`, `taken` and `gathered`
 # count slot uploads, slot reads and resident gathers so far, summed over
-# replicas; `resident_bytes` is what is resident per device now.
+# replicas; `resident_bytes` is what is resident per device now and
+# `resident_budget` the budget the core applies.
 input_pipeline <- function(model) {
   if (!inherits(model, "mirrored_model")) {
     abort_value("{.arg model} of {.fn input_pipeline} must be a model, not {describe(model)}.")
@@ -60,5 +65,5 @@ input_pipeline <- function(model) {
   mode <- function(m) switch(as.character(m), "-1" = "automatic", "0" = "off", "1" = "on")
   list(path = s$path, device_input = mode(s$mode), resident_input = mode(s$resident_mode),
        staged = s$staged, taken = s$taken, gathered = s$gathered,
-       resident_bytes = s$resident_bytes)
+       resident_bytes = s$resident_bytes, resident_budget = s$resident_budget)
 }

@@ -42,6 +42,19 @@ test_that("the input options are checked", {
   }
   expect_error(mirrored:::input_pipeline("model"), class = "mirrored_value_error",
                regexp = "must be a model")
+  # A budget beyond 64-bit byte counts means no limit (review finding 11:
+  # clamped to 2^62, not converted out of range).
+  withr::with_options(list(mirrored.resident_bytes = 1e30, mirrored.resident_input = TRUE), {
+    fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
+    expect_equal(mirrored:::input_pipeline(model)$path, "resident")
+    expect_equal(mirrored:::resident_bytes_option(), 2^62)
+    expect_equal(mirrored:::input_pipeline(model)$resident_budget, 2^62)
+  })
+  # NULL: the core's default budget, 1 GiB.
+  withr::with_options(list(mirrored.resident_bytes = NULL), {
+    fit(model, d$x, d$y, batch_size = 16, epochs = 1, verbose = 0)
+    expect_equal(mirrored:::input_pipeline(model)$resident_budget, 2^30)
+  })
 })
 
 test_that("CPU replicas gather resident arrays, or stage on the copy lane when asked", {

@@ -200,7 +200,12 @@ class Model {
   // slower (the vignette's MLP, batch 64, 2 threads, Intel Xeon Sapphire
   // Rapids: 0.599-0.624 ms/step at best against 0.631-0.650 streaming; the
   // host gather and the upload memcpy are saved).
+  // Measured on Intel Xeon Sapphire Rapids only (DESIGN §9: one CPU kind);
+  // not yet on AMD or older x86.
   static constexpr bool kResidentOnCpuByDefault = true;
+  // The resident data budget when options(mirrored.resident_bytes) is NULL:
+  // bytes per device for every resident dataset together.
+  static constexpr int64_t kDefaultResidentBudget = int64_t{1} << 30;
   // options(mirrored.device_input): -1 automatic (on for GPU replicas, off
   // for CPU ones, which have no copy lane), 0 off, 1 on; between steps.
   void set_device_input(int mode);
@@ -270,7 +275,7 @@ class Model {
   std::array<bool, DeviceInput::kSlots> slot_skip_{};
   int device_input_mode_ = -1;
   int resident_mode_ = -1;
-  int64_t resident_budget_ = int64_t{1} << 30;
+  int64_t resident_budget_ = kDefaultResidentBudget;
   HostBatch resident_desc_;  // the resident step in flight's descriptor
   InputPath last_input_path_ = InputPath::host;
   HostBatch staged_desc_;  // the staged step in flight's descriptor
