@@ -595,6 +595,12 @@ class Backend {
   // copy: datasets resident on the device gather each batch's rows.
   virtual void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
                            float* dst) = 0;
+  // Bytes the backend's allocator keeps cached: freed buffers not returned
+  // to the device, which the driver's free-memory figure counts as used but
+  // a new allocation can have (CUDA's allocator returns them and retries
+  // when the device is out of memory). 0 where there is no such cache.
+  // Host bookkeeping, between steps.
+  virtual int64_t cached_free_bytes() const { return 0; }
 
  private:
   WaitLimits limits_;

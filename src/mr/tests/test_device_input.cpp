@@ -430,6 +430,25 @@ TEST(BackendUploadOn, GpuCopyStreamJoinedByEvents) {
   check_upload_on(*be);
 }
 
+// Review finding 5: blocks freed into a backend's cache count as free for
+// the resident budget (ResidentInput::free_bytes); the CPU caches nothing.
+TEST(BackendCachedFreeBytes, CpuHasNone) {
+  auto be = make_cpu_backend(0, 1);
+  { auto b = be->allocate(size_t{4} << 20); }
+  EXPECT_EQ(be->cached_free_bytes(), 0);
+}
+
+TEST(BackendCachedFreeBytes, GpuCountsReleasedBlocks) {
+  MR_REQUIRE_GPUS(1);
+  auto be = make_cuda_backend(0, 0);
+  auto b = be->allocate((size_t{3} << 20) + 5);  // size class 4 MiB
+  const int64_t live = be->cached_free_bytes();
+  b.reset();
+  EXPECT_EQ(be->cached_free_bytes(), live + (int64_t{4} << 20));
+  auto again = be->allocate(size_t{4} << 20);  // takes the cached block
+  EXPECT_EQ(be->cached_free_bytes(), live);
+}
+
 // The step clock (train/step_clock.h) still partitions each step: staging
 // (the slot's copy-out and the upload of the batch after next) is the
 // replicas' input phase, for the copy lane and for resident arrays alike.

@@ -21,6 +21,14 @@ int64_t ResidentInput::free_bytes(int r) const {
   if (d.kind != DeviceKind::cuda) return -1;
   int64_t free = 0, total = 0;
   cuda_memory(d.cuda_ordinal(), &free, &total);
+  // Blocks cached by the allocators of the replicas on this GPU (the
+  // arrays of an earlier call released, say) are free to a new allocation,
+  // though the driver counts them as used.
+  for (int q = 0; q < replicas_.size(); ++q) {
+    const DeviceSpec& e = replicas_.devices()[static_cast<size_t>(q)];
+    if (e.kind == DeviceKind::cuda && e.cuda_ordinal() == d.cuda_ordinal())
+      free += replicas_.backend(q).cached_free_bytes();
+  }
   return free;
 }
 
@@ -49,10 +57,11 @@ bool ResidentInput::attach(const std::shared_ptr<const ArrayData>& data, int64_t
     // Replicas sharing one physical GPU (logical_per_gpu > 1) each hold a
     // copy: their copies together must stay within half of what that GPU
     // has free now (the steps' own buffers and the caching allocator's
-    // growth keep the rest). Free memory is what the driver reports: blocks
-    // the caching allocator keeps after an earlier release() count as used.
+    // growth keep the rest). Free: what the driver reports plus the blocks
+    // the replicas' caching allocators keep (free_bytes()).
     std::map<int, int> copies_on;
-    for (const DeviceSpec& d : replicas_.devices()) ++copies_on[d.cuda_ordinal()];
+    for (const DeviceSpec& d : replicas_.devices())
+      if (d.kind == DeviceKind::cuda) ++copies_on[d.cuda_ordinal()];
     for (int r = 0; r < replicas_.size(); ++r) {
       const int64_t free = free_bytes(r);
       const int k = copies_on[replicas_.devices()[static_cast<size_t>(r)].cuda_ordinal()];

@@ -49,6 +49,7 @@ void* CachingAllocator::take(size_t bytes) {
   if (it != free_.end()) {
     void* p = it->second;
     free_.erase(it);
+    cached_ -= cls;
     live_.emplace(p, cls);
     in_use_ += cls;
     peak_ = std::max(peak_, in_use_);
@@ -62,6 +63,7 @@ void* CachingAllocator::take(size_t bytes) {
     cudaGetLastError();
     for (auto& kv : free_) cudaFree(kv.second);
     free_.clear();
+    cached_ = 0;
     st = cudaMalloc(&p, cls);
     if (st == cudaErrorMemoryAllocation) {
       cudaGetLastError();
@@ -80,6 +82,7 @@ void CachingAllocator::give_back(void* p) noexcept {
   auto it = live_.find(p);
   if (it == live_.end()) return;
   free_.emplace(it->second, p);
+  cached_ += it->second;
   in_use_ -= it->second;
   live_.erase(it);
 }
