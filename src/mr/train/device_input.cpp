@@ -1,9 +1,10 @@
 #include "train/device_input.h"
 
 #include <algorithm>
-#include <chrono>
+#include <string>
 
 #include "core/error.h"
+#include "core/wait.h"
 #include "dist/batch_split.h"
 
 namespace mr {
@@ -134,19 +135,22 @@ DeviceInput::Order DeviceInput::probe_order(int rank, int slot) {
   if (rep.marker == nullptr) rep.marker = be.create_event();
   be.record_event(*rep.marker, Lane::compute);
   const Event& filled = *slot_of(rank, slot).filled;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    const bool up = be.event_done(filled);
-    const bool done = be.event_done(*rep.marker);
-    if (up && !done) return Order::upload_first;
-    if (done) {
-      if (up) return Order::undetermined;  // both finished between two polls
-      be.wait_host(filled, "a staged input upload");
-      return Order::compute_first;
-    }
-    MR_CHECK(std::chrono::steady_clock::now() < deadline, device,
-             "the compute lane did not finish within 60 s");
-  }
+  // Both events are read in one poll, so "upload first" means the upload
+  // was seen complete while the step's compute was not. The wait is bound by
+  // the backend's wait limits (the model's timeout and interrupts), and
+  // poll_until backs off instead of spinning.
+  bool up = false, done = false;
+  poll_until(
+      [&] {
+        up = be.event_done(filled);
+        done = be.event_done(*rep.marker);
+        return done || up;
+      },
+      be.wait_limits(), "replica " + std::to_string(rank), "a device-input probe");
+  if (up && !done) return Order::upload_first;
+  if (up) return Order::undetermined;  // both finished between two polls
+  be.wait_host(filled, "a staged input upload");
+  return Order::compute_first;
 }
 
 }  // namespace mr

@@ -83,7 +83,8 @@ class DeviceInput {
   // For tests (a timeline probe, between steps, on the caller's thread while
   // the replica is idle): records a marker after the work queued so far on
   // replica `rank`'s compute lane (the end of the last step) and polls it and
-  // `slot`'s "filled" event until the marker completes: which finished first.
+  // `slot`'s "filled" event until one completes, within the backend's wait
+  // limits: which finished first.
   enum class Order { upload_first, compute_first, undetermined };
   Order probe_order(int rank, int slot);
 
