@@ -89,9 +89,11 @@ bool ResidentInput::attach(const std::shared_ptr<const ArrayData>& data, int64_t
       e.copies.push_back(std::move(copies));
       e.src.push_back(std::move(src));
     }
-  } catch (const Error&) {
+  } catch (const Error& err) {
     // Out of device memory after all (another process, fragmentation): the
     // partial copies are freed with `e`, and the pass streams from the host.
+    // An interrupt or a deadline still stops the call.
+    if (err.kind() != ErrorKind::device) throw;
     return false;
   } catch (const std::bad_alloc&) {
     return false;
