@@ -137,6 +137,22 @@ cpp_dataset_from_npz <- function(path, keys) {
     .Call(`_mirrored_cpp_dataset_from_npz`, path, keys)
 }
 
+cpp_model_set_device_input <- function(ptr, mode) {
+    invisible(.Call(`_mirrored_cpp_model_set_device_input`, ptr, mode))
+}
+
+cpp_model_set_resident_input <- function(ptr, mode, budget) {
+    invisible(.Call(`_mirrored_cpp_model_set_resident_input`, ptr, mode, budget))
+}
+
+cpp_model_release_resident_input <- function(ptr) {
+    invisible(.Call(`_mirrored_cpp_model_release_resident_input`, ptr))
+}
+
+cpp_model_input_pipeline <- function(ptr) {
+    .Call(`_mirrored_cpp_model_input_pipeline`, ptr)
+}
+
 cpp_device_report <- function(model) {
     .Call(`_mirrored_cpp_device_report`, model)
 }

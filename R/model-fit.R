@@ -62,6 +62,23 @@
 #' @param view_metrics Unused.
 #' @return A `keras_training_history` (invisibly) with `params` and the
 #'   per-epoch `metrics`; `plot()` it.
+#' @section Input on the device:
+#' In-memory arrays `x` and `y` (and `sample_weight`) whose total size fits
+#' `options(mirrored.resident_bytes)` (`NULL`, the default: 1 GiB; on a GPU
+#' the copies of the replicas sharing it also at most half of its free
+#' memory) are copied to each replica's device once per call, and each step
+#' gathers its rows there (the same rows, in the same shuffled order, as
+#' copying them from R's memory); larger arrays are streamed. The validation
+#' data become resident beside the training data only when both fit;
+#' otherwise they are streamed, and nothing resident is dropped before the
+#' call returns. `options(mirrored.resident_input = FALSE)` streams them
+#' always. Batches that are streamed to a GPU are uploaded two steps ahead on
+#' a second CUDA stream while the current step computes;
+#' `options(mirrored.device_input = FALSE)` uploads each batch at the start
+#' of its step instead (`TRUE` uses the same protocol on CPU replicas, where
+#' it only adds a copy). These options are read by each `fit()` and
+#' `evaluate()` and change no result: the same weights and metrics, and a
+#' malformed batch fails at its own step, after the steps before it.
 #' @family training functions
 #' @seealso [compile.mirrored_model()], [evaluate.mirrored_model()],
 #'   [predict.mirrored_model()]
@@ -119,6 +136,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
                                   validation_steps)
 
   apply_cuda_graphs_option(model)  # options(mirrored.cuda_graphs) (R/cuda-graphs.R)
+  apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
+  on.exit(release_resident_input(model), add = TRUE)
   history <- callback_history()
   cbl <- callback_list(c(as_callback_list(callbacks), list(history, callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = epochs, steps = steps))
@@ -183,6 +202,12 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' @return A named list: `loss` and one entry per metric; for a model of
 #'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),
 #'   `<output>_loss` and `<output>_<metric>`.
+#' @section Input on the device:
+#' As in [fit.mirrored_model()]: `options(mirrored.resident_input)`,
+#' `options(mirrored.resident_bytes)` and `options(mirrored.device_input)`
+#' choose how batches reach the devices (arrays resident on the device,
+#' batches uploaded ahead, or each batch at its step); the results are the
+#' same, and a batch of no rows is skipped on every path.
 #' @family training functions
 #' @seealso [fit.mirrored_model()]
 #' @examples
@@ -210,6 +235,8 @@ evaluate.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size 
   nsteps <- input[[2]]
   cbl <- callback_list(c(as_callback_list(callbacks), list(callback_progbar_logger())), model,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
+  apply_device_input_option(model)  # options(mirrored.device_input) (R/device-input.R)
+  on.exit(release_resident_input(model), add = TRUE)
   run_evaluation(model, data, steps %||% -1, cbl)
 }
 

@@ -413,6 +413,50 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_model_set_device_input
+void cpp_model_set_device_input(SEXP ptr, int mode);
+RcppExport SEXP _mirrored_cpp_model_set_device_input(SEXP ptrSEXP, SEXP modeSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< int >::type mode(modeSEXP);
+    cpp_model_set_device_input(ptr, mode);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_model_set_resident_input
+void cpp_model_set_resident_input(SEXP ptr, int mode, double budget);
+RcppExport SEXP _mirrored_cpp_model_set_resident_input(SEXP ptrSEXP, SEXP modeSEXP, SEXP budgetSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    Rcpp::traits::input_parameter< int >::type mode(modeSEXP);
+    Rcpp::traits::input_parameter< double >::type budget(budgetSEXP);
+    cpp_model_set_resident_input(ptr, mode, budget);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_model_release_resident_input
+void cpp_model_release_resident_input(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_release_resident_input(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    cpp_model_release_resident_input(ptr);
+    return R_NilValue;
+END_RCPP
+}
+// cpp_model_input_pipeline
+Rcpp::List cpp_model_input_pipeline(SEXP ptr);
+RcppExport SEXP _mirrored_cpp_model_input_pipeline(SEXP ptrSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_model_input_pipeline(ptr));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_device_report
 Rcpp::List cpp_device_report(SEXP model);
 RcppExport SEXP _mirrored_cpp_device_report(SEXP modelSEXP) {
@@ -1000,6 +1044,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
+    {"_mirrored_cpp_model_set_device_input", (DL_FUNC) &_mirrored_cpp_model_set_device_input, 2},
+    {"_mirrored_cpp_model_set_resident_input", (DL_FUNC) &_mirrored_cpp_model_set_resident_input, 3},
+    {"_mirrored_cpp_model_release_resident_input", (DL_FUNC) &_mirrored_cpp_model_release_resident_input, 1},
+    {"_mirrored_cpp_model_input_pipeline", (DL_FUNC) &_mirrored_cpp_model_input_pipeline, 1},
     {"_mirrored_cpp_device_report", (DL_FUNC) &_mirrored_cpp_device_report, 1},
     {"_mirrored_cpp_model_weight_owners", (DL_FUNC) &_mirrored_cpp_model_weight_owners, 1},
     {"_mirrored_cpp_read_idx", (DL_FUNC) &_mirrored_cpp_read_idx, 1},

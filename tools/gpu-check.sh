@@ -46,6 +46,10 @@ status=0
   echo "== gradient buckets (launch points) =="
   "$G/bin/mr_tests" --gtest_filter='GpuGradBuckets.*' 2>&1 | grep -E '^\[ timeline \]|OK|FAILED|SKIPPED' \
     | tee "$logs/grad_buckets.txt"
+  # i14-devinput: whether the copy stream's upload of batch i + 2 finished inside step i.
+  echo "== device input (copy stream, resident data) =="
+  "$G/bin/mr_tests" --gtest_filter='GpuDeviceInput.*:GpuResidentInput.*:GpuGatherRows.*:BackendUploadOn.*' 2>&1 \
+    | grep -E '^\[ timeline \]|OK|FAILED|SKIPPED' | tee "$logs/device_input.txt"
 
   echo "== R suite and the vignette block on the GPU =="
   MIRRORED_DATASETS_DIR="$G/r/site-library/mirrored/extdata/mnist" MIRRORED_TEST_CUDA=1 "$G/r/R" --vanilla -q -e '

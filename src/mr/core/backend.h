@@ -583,6 +583,24 @@ class Backend {
   virtual bool graph_launch(int /*slot*/) { return false; }
   // Drops every graph (their memory is released once they finished).
   virtual void graph_reset() {}
+  // ---- i14-devinput: input staged on a lane (train/device_input.h) ----------
+  // dst (device) = bytes of host_src on `lane`: upload() on any lane. host_src
+  // may be reused when it returns (CUDA copies it into pinned staging first
+  // and queues the transfer on the lane's stream; the CPU copies at once). A
+  // transfer on the copy lane is ordered with compute only through events.
+  virtual void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) = 0;
+  // dst[r, :] = src[index[r], :] for r < rows, rows of `width` floats, on
+  // the compute lane (index: device int32 row numbers into src, each in
+  // range — the caller's invariant, not checked on the device). An exact
+  // copy: datasets resident on the device gather each batch's rows.
+  virtual void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
+                           float* dst) = 0;
+  // Bytes the backend's allocator keeps cached: freed buffers not returned
+  // to the device, which the driver's free-memory figure counts as used but
+  // a new allocation can have (CUDA's allocator returns them and retries
+  // when the device is out of memory). 0 where there is no such cache.
+  // Host bookkeeping, between steps.
+  virtual int64_t cached_free_bytes() const { return 0; }
 
  private:
   WaitLimits limits_;

@@ -65,6 +65,14 @@ bool ArraySource::next(HostBatch& batch) {
   return true;
 }
 
+bool ArraySource::next_rows(const int64_t*& order, int64_t& rows) {
+  if (pos_ >= data_->rows) return false;
+  rows = std::min(batch_size_, data_->rows - pos_);
+  order = order_.data() + pos_;
+  pos_ += rows;
+  return true;
+}
+
 int64_t ArraySource::batches() const { return (data_->rows + batch_size_ - 1) / batch_size_; }
 
 }  // namespace mr

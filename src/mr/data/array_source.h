@@ -23,6 +23,13 @@ class ArraySource final : public BatchSource {
   bool next(HostBatch& batch) override;
   int64_t batches() const override;
 
+  // ---- i14-devinput: datasets resident on the device (train/resident_input.h) ----
+  const std::shared_ptr<const ArrayData>& data() const { return data_; }
+  // The next batch of the pass as `rows` row numbers into data() at `order`
+  // (valid until the next reset()), in next()'s order; false at the pass's
+  // end. Advances the pass as next() does, without gathering the rows.
+  bool next_rows(const int64_t*& order, int64_t& rows);
+
  private:
   std::shared_ptr<const ArrayData> data_;
   int64_t batch_size_;

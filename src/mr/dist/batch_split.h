@@ -14,4 +14,12 @@ inline void replica_slice(int64_t rows, int replicas, int rank, int64_t& begin, 
   begin = rank * base + (rank < extra ? rank : extra);
 }
 
+// The largest slice of a global batch of `rows` (the first replica's: the
+// split above), at least 1 so that buffers sized by it are never empty.
+inline int64_t largest_slice(int64_t rows, int replicas) {
+  const int64_t n = replicas;
+  const int64_t most = (rows + n - 1) / n;
+  return most > 1 ? most : 1;
+}
+
 }  // namespace mr

@@ -50,6 +50,11 @@ LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t 
   return p;
 }
 
+bool loss_reads_targets(const LossConfig& c) {
+  return (c.kind == LossKind::sparse_categorical_crossentropy && c.has_ignore) ||
+         c.kind == LossKind::hinge || c.kind == LossKind::squared_hinge;
+}
+
 int64_t target_width(LossKind kind, int64_t cols) {
   return kind == LossKind::sparse_categorical_crossentropy ? 1 : cols;
 }

@@ -26,6 +26,10 @@ struct LossConfig : LossParams {
 // slice. Other losses get `c` unchanged.
 LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t rows,
                              int64_t width);
+// Whether batch_loss_params() reads the targets (sparse categorical
+// crossentropy with ignore_class, the hinge losses); when not, `targets` may
+// be null, which saves gathering them.
+bool loss_reads_targets(const LossConfig& c);
 
 LossKind loss_kind(const std::string& name);
 // Width of one target row for a loss whose prediction has `cols` columns.

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "data/array_source.h"
 
 namespace mr {
 
@@ -28,59 +29,211 @@ class Progress {
   Clock::time_point last_;
 };
 
-// One loop shape for training and evaluation: the next batch is drawn while
-// the replicas work on the current one.
-// Training steps are timed on the model's step clock (i14-monitor): the
-// caller's draws from the source are its input intervals.
-LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
-                     bool train) {
-  LoopResult res;
-  model.reset_metrics();
-  Progress progress(hooks);
-  HostBatch cur, next;
-  StepClock* clock = train ? &model.step_clock() : nullptr;
-  auto draw = [&source, clock](HostBatch& b) {
-    if (clock != nullptr) clock->begin_input();
-    const bool got = source.next(b);
-    if (clock != nullptr) clock->end_input();
+// What every loop shape does around its steps (one per input path): opens
+// each step on the clock (training steps are timed on the model's step
+// clock, i14-monitor; the caller's draws from the source are its input
+// intervals), tells the hooks, and after the step's wait reports it and says
+// whether the loop goes on.
+class StepCycle {
+ public:
+  StepCycle(Model& model, LoopHooks& hooks, bool train)
+      : model_(model),
+        hooks_(hooks),
+        train_(train),
+        progress_(hooks),
+        clock_(train ? &model.step_clock() : nullptr),
+        per_batch_(hooks.batch_events()) {
+    model.reset_metrics();
+  }
+  // Draws with f(), timed as input.
+  template <class F>
+  bool draw(F&& f) {
+    if (clock_ != nullptr) clock_->begin_input();
+    const bool got = f();
+    if (clock_ != nullptr) clock_->end_input();
     return got;
-  };
-  bool have = max_batches != 0 && draw(cur);
-  const bool per_batch = hooks.batch_events();
-  while (have) {
-    if (clock != nullptr) clock->begin_step();
-    if (per_batch) hooks.on_batch_begin(res.batches);
-    if (train)
-      model.start_train_step(cur);
-    else
-      model.start_eval_step(cur);
+  }
+  void begin() {
+    if (clock_ != nullptr) clock_->begin_step();
+    if (per_batch_) hooks_.on_batch_begin(res_.batches);
+  }
+  // Draws the next batch with f() while the step posted since begin() runs
+  // (which is finished before an error in f() propagates), then waits for the
+  // step and reports it. Returns whether a next batch was drawn and the loop
+  // goes on.
+  template <class F>
+  bool end(F&& draw_next) {
     bool have_next = false;
     try {
-      have_next = (max_batches < 0 || res.batches + 1 < max_batches) && draw(next);
+      have_next = draw(draw_next);
     } catch (...) {
-      model.finish_step();  // never leave a step in flight
+      model_.finish_step();  // never leave a step in flight
       throw;
     }
     // R's interrupts are polled while the replicas work, so a step stuck in
     // a collective or on a device stops at once instead of at its deadline.
-    const bool stop = model.finish_step([&hooks] { return hooks.interrupted(); });
-    ++res.batches;
+    const bool stop = model_.finish_step([this] { return hooks_.interrupted(); });
+    ++res_.batches;
     const bool last = !have_next;
-    if (per_batch) hooks.on_batch_end(res.batches - 1, model.read_metrics());
+    if (per_batch_) hooks_.on_batch_end(res_.batches - 1, model_.read_metrics());
     // The first batch always reports: Keras times steps from the end of step 1.
-    if (progress.due(last || res.batches == 1))
-      hooks.on_progress(res.batches, model.read_metrics());
-    if (!last && train && hooks.stop_requested()) break;
-    if (!last && (stop || hooks.interrupted())) {
-      res.interrupted = true;
-      break;
+    if (progress_.due(last || res_.batches == 1))
+      hooks_.on_progress(res_.batches, model_.read_metrics());
+    if (last) return false;
+    if (train_ && hooks_.stop_requested()) return false;
+    if (stop || hooks_.interrupted()) {
+      res_.interrupted = true;
+      return false;
     }
-    std::swap(cur, next);
-    have = have_next;
+    return true;
   }
-  res.logs = model.read_metrics();
-  if (clock != nullptr) clock->end_epoch();
-  return res;
+  int64_t batches() const { return res_.batches; }
+  LoopResult finish() {
+    res_.logs = model_.read_metrics();
+    if (clock_ != nullptr) clock_->end_epoch();
+    return res_;
+  }
+
+ private:
+  Model& model_;
+  LoopHooks& hooks_;
+  bool train_;
+  Progress progress_;
+  StepClock* clock_;
+  bool per_batch_;
+  LoopResult res_;
+};
+
+// From the host: the next batch is drawn while the replicas work on the
+// current one, which each step uploads.
+LoopResult run_host_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
+                          bool train) {
+  StepCycle cycle(model, hooks, train);
+  HostBatch cur, next;
+  bool have = max_batches != 0 && cycle.draw([&] { return source.next(cur); });
+  while (have) {
+    cycle.begin();
+    if (train)
+      model.start_train_step(cur);
+    else
+      model.start_eval_step(cur);
+    have = cycle.end([&] {
+      return (max_batches < 0 || cycle.batches() + 1 < max_batches) && source.next(next);
+    });
+    std::swap(cur, next);
+  }
+  return cycle.finish();
+}
+
+// ---- i14-devinput: batches staged ahead in device slots ----
+// Step i copies device slot i % 2 into its buffers, queues its work, then
+// stages batch i + 2 into the slot on the copy lane: while step i computes, batch i + 1
+// is staged and batch i + 2 is on its way. Meanwhile the caller draws batch
+// i + 3. Host validity (data/batch.h: a batch stays valid until the source
+// has produced two more): batch i + 3 invalidates batch i + 1, which step
+// i - 1 (or the pass's start) staged already; batch i + 2, read by step i,
+// stays valid until batch i + 4 is drawn during step i + 1. What a step
+// still needs of its batch on the host (rows, the loss's per-batch
+// arguments) is kept with the slot when it is staged (Step::prepare_slot).
+LoopResult run_staged_steps(Model& model, BatchSource& source, int64_t max_batches,
+                            LoopHooks& hooks, bool train) {
+  StepCycle cycle(model, hooks, train);
+  auto wanted = [max_batches](int64_t k) { return max_batches < 0 || k < max_batches; };
+  // Batch k's host batch lives in host[k % 2] until it is staged. The pass's
+  // first two batches are staged before its first step, batch 2 drawn where
+  // batch 0 was: one input interval.
+  HostBatch host[2];
+  bool have = false, have_next = false, have_ahead = false;
+  cycle.draw([&] {
+    have = wanted(0) && source.next(host[0]);
+    have_next = have && wanted(1) && source.next(host[1]);
+    if (have) model.stage_inputs(host[0], have_next ? &host[1] : nullptr, train);
+    have_ahead = have_next && wanted(2) && source.next(host[0]);
+    return have;
+  });
+  for (int64_t i = 0; have; ++i) {
+    cycle.begin();
+    model.start_staged_step(train, static_cast<int>(i % 2), have_ahead ? &host[i % 2] : nullptr);
+    // Batch i + 3, into batch i + 1's host batch (staged).
+    bool have_after = false;
+    const bool go_on = cycle.end([&] {
+      have_after = have_ahead && wanted(i + 3) && source.next(host[(i + 1) % 2]);
+      return have_next;
+    });
+    // A batch i + 2 larger than its slot is staged now, after step i's
+    // bookkeeping (Model::stage_late_input); still valid: batch i + 3 went
+    // into the other host batch.
+    if (model.late_input_pending()) {
+      if (!go_on) {
+        model.stage_late_input(false);
+      } else {
+        cycle.draw([&] {
+          model.stage_late_input(true);
+          return true;
+        });
+      }
+    }
+    if (!go_on) break;
+    have = have_next;
+    have_next = have_ahead;
+    have_ahead = have_after;
+  }
+  return cycle.finish();
+}
+
+// ---- i14-devinput: arrays resident on the device ----
+// A batch is its row numbers (ArraySource::next_rows, valid until the next
+// reset): the next one is drawn while the replicas gather and run this one.
+LoopResult run_resident_steps(Model& model, ArraySource& source, int64_t max_batches,
+                              LoopHooks& hooks, bool train) {
+  StepCycle cycle(model, hooks, train);
+  const ArrayData& data = *source.data();
+  const int64_t* cur = nullptr;
+  const int64_t* next = nullptr;
+  int64_t cur_rows = 0, next_rows = 0;
+  bool have = max_batches != 0 && cycle.draw([&] { return source.next_rows(cur, cur_rows); });
+  while (have) {
+    cycle.begin();
+    model.start_resident_step(train, data, cur, cur_rows);
+    have = cycle.end([&] {
+      return (max_batches < 0 || cycle.batches() + 1 < max_batches) &&
+             source.next_rows(next, next_rows);
+    });
+    cur = next;
+    cur_rows = next_rows;
+  }
+  return cycle.finish();
+}
+
+// i14-devinput: in-memory arrays resident on the device, else batches staged
+// ahead on the copy lane, else uploads from the host.
+LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
+                     bool train) {
+  auto* arrays = dynamic_cast<ArraySource*>(&source);
+  bool resident = false;
+  if (arrays != nullptr) {
+    // Making the arrays resident (their upload, at the first epoch) is input
+    // time of the epoch's first step on the step clock.
+    StepClock* clock = train ? &model.step_clock() : nullptr;
+    if (clock != nullptr) clock->begin_input();
+    try {
+      resident = model.resident_input_for(arrays->data());
+    } catch (...) {
+      if (clock != nullptr) clock->end_input();
+      throw;
+    }
+    if (clock != nullptr) clock->end_input();
+  }
+  if (resident) {
+    model.set_last_input_path(Model::InputPath::resident);
+    return run_resident_steps(model, *arrays, max_batches, hooks, train);
+  }
+  if (model.device_input_active()) {
+    model.set_last_input_path(Model::InputPath::copy_lane);
+    return run_staged_steps(model, source, max_batches, hooks, train);
+  }
+  model.set_last_input_path(Model::InputPath::host);
+  return run_host_steps(model, source, max_batches, hooks, train);
 }
 
 }  // namespace

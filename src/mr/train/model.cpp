@@ -241,8 +241,15 @@ void Model::start_eval_step(const HostBatch& batch) {
 bool Model::finish_step(const std::function<bool()>& interrupted) {
   if (!in_flight_) return false;
   in_flight_ = false;
-  const bool stop = replicas_.wait(in_flight_train_ ? "training" : "evaluation",
-                                   state_.iterations + 1, interrupted);
+  bool stop = false;
+  try {
+    stop = replicas_.wait(in_flight_train_ ? "training" : "evaluation", state_.iterations + 1,
+                          interrupted);
+  } catch (...) {
+    end_step_input(false);  // i14-devinput
+    throw;
+  }
+  end_step_input(true);  // i14-devinput (no late staging: stage_late_input())
   // A step skipped by loss scaling applied nothing: Keras' iterations stay.
   if (in_flight_train_ && !finish_loss_scale()) ++state_.iterations;
   return stop;

@@ -10,7 +10,9 @@
 // read_metrics().
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <string>
@@ -191,6 +193,94 @@ class Model {
   bool cuda_graphs() const { return step_.graphs().enabled(); }
   // Replays, captures and eager steps so far (0 replays on CPU replicas).
   const StepGraphStats& cuda_graph_stats() const { return step_.graphs().stats(); }
+
+  // ---- i14-devinput: input staged ahead on the device (train/device_input.h) ----
+ public:
+  // Whether CPU replicas gather resident arrays by default: yes, it is not
+  // slower (the vignette's MLP, batch 64, 2 threads, Intel Xeon Sapphire
+  // Rapids: 0.599-0.624 ms/step at best against 0.631-0.650 streaming; the
+  // host gather and the upload memcpy are saved).
+  // Measured on Intel Xeon Sapphire Rapids only (DESIGN §9: one CPU kind);
+  // not yet on AMD or older x86.
+  static constexpr bool kResidentOnCpuByDefault = true;
+  // The resident data budget when options(mirrored.resident_bytes) is NULL:
+  // bytes per device for every resident dataset together.
+  static constexpr int64_t kDefaultResidentBudget = int64_t{1} << 30;
+  // options(mirrored.device_input): -1 automatic (on for GPU replicas, off
+  // for CPU ones, which have no copy lane), 0 off, 1 on; between steps.
+  void set_device_input(int mode);
+  int device_input_mode() const { return device_input_mode_; }
+  // Whether train_epoch()/evaluate() stage batches ahead in device slots.
+  bool device_input_active() const;
+  // Stages `first` into slot 0 and `second` (when not null) into slot 1 of
+  // every replica and waits: the start of a pass, outside steps. Checks both
+  // batches as start_train_step() (`train`) or start_eval_step() does; a
+  // batch that fails its checks is not staged and its error is raised by its
+  // own start_staged_step(), after the steps before it (as on the host path);
+  // an evaluation batch of no rows is skipped there.
+  void stage_inputs(const HostBatch& first, const HostBatch* second, bool train = true);
+  // A training (or evaluation) step on the batch staged in `slot`; once the
+  // replicas queued the step's work, they stage `ahead` (the batch after the next,
+  // when not null; checked here, its error kept for its own step) into the
+  // same slot on the copy lane. `ahead` must stay valid until finish_step()
+  // (or stage_late_input()) returns.
+  void start_staged_step(bool train, int slot, const HostBatch* ahead);
+  // After finish_step() of a staged step whose `ahead` did not fit its slot:
+  // grows the slot and stages `ahead` (between steps, after the step's
+  // bookkeeping, so that an error here leaves iterations and the loss scale
+  // those of the applied update). `go_on`: false drops it (the pass ends).
+  // The loop times it as input.
+  bool late_input_pending() const { return late_ahead_ != nullptr; }
+  void stage_late_input(bool go_on);
+  // Slot uploads and slot reads so far, summed over replicas.
+  int64_t staged_inputs() const { return step_.device_input().staged(); }
+  int64_t taken_inputs() const { return step_.device_input().taken(); }
+  // Datasets resident on the device (train/resident_input.h): mode -1
+  // automatic (on for GPU replicas; on CPU replicas see
+  // kResidentOnCpuByDefault), 0 off, 1 on; `budget`: bytes per device for
+  // every resident dataset together (options(mirrored.resident_bytes)).
+  void set_resident_input(int mode, int64_t budget);
+  int resident_mode() const { return resident_mode_; }
+  int64_t resident_budget() const { return resident_budget_; }
+  // Whether a pass over `data` gathers on the device: the mode allows it and
+  // the data are (made) resident within the budget. Between steps.
+  bool resident_input_for(const std::shared_ptr<const ArrayData>& data);
+  // A training (or evaluation) step on the `rows` rows at `order` of
+  // resident `data` (the order stays valid until finish_step()).
+  void start_resident_step(bool train, const ArrayData& data, const int64_t* order, int64_t rows);
+  // Drops the resident datasets (end of fit()/evaluate()); between steps.
+  void release_resident_input();
+  int64_t resident_bytes() const { return step_.resident().resident_bytes(); }
+  int64_t gathered_inputs() const { return step_.resident().gathered(); }
+  // The input path of the last training or evaluation pass (set by the loop).
+  enum class InputPath { host, copy_lane, resident };
+  InputPath last_input_path() const { return last_input_path_; }
+  void set_last_input_path(InputPath p) { last_input_path_ = p; }
+  // For tests, between steps: DeviceInput::probe_order() on replica `rank`.
+  DeviceInput::Order device_input_order(int rank, int slot) {
+    return step_.device_input().probe_order(rank, slot);
+  }
+
+ private:
+  // After every step's wait, on every path: leaves slot and resident mode.
+  // `ok`: the step ended without an error (otherwise a late `ahead` is
+  // dropped). Never throws.
+  void end_step_input(bool ok);
+  // Checks `batch` for `slot` (see stage_inputs()): true when it is to be
+  // staged; otherwise the slot records its error or that it is skipped.
+  bool accept_staged(int slot, const HostBatch& batch, bool train);
+  // Per slot: the error of the batch it should hold, raised at its step;
+  // whether it holds an evaluation batch of no rows (no step).
+  std::array<std::exception_ptr, DeviceInput::kSlots> slot_error_{};
+  std::array<bool, DeviceInput::kSlots> slot_skip_{};
+  int device_input_mode_ = -1;
+  int resident_mode_ = -1;
+  int64_t resident_budget_ = kDefaultResidentBudget;
+  HostBatch resident_desc_;  // the resident step in flight's descriptor
+  InputPath last_input_path_ = InputPath::host;
+  HostBatch staged_desc_;  // the staged step in flight's descriptor
+  const HostBatch* late_ahead_ = nullptr;
+  int late_slot_ = 0;
 };
 
 }  // namespace mr

@@ -90,6 +90,8 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
       clock_(replicas.size()) {
   update_.set_clock(&clock_);                               // i14-monitor
   graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
+  input_ = std::make_unique<DeviceInput>(replicas);         // i14-devinput
+  resident_ = std::make_unique<ResidentInput>(replicas);    // i14-devinput
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -118,8 +120,7 @@ void Step::set_trainable(const std::vector<char>& trainable) {
 
 void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths, bool weights) {
   const int n = replicas_.size();
-  // The first replica's slice is the largest (dist/batch_split.h).
-  const int64_t rows = std::max<int64_t>(1, (global_rows + n - 1) / n);
+  const int64_t rows = largest_slice(global_rows, n);
   // Host staging for the largest upload of a slice (pinned memory on a GPU).
   int64_t widest = 0;
   for (int64_t w : target_widths) widest = std::max(widest, w);
@@ -156,8 +157,21 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
 }
 
 std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool targets) {
-  Replica& rep = *reps_[static_cast<size_t>(rank)];
+  if (slot_ >= 0) return take_slot(rank, batch, targets);        // i14-devinput
+  if (resident_on_) return take_resident(rank, batch, targets);  // i14-devinput
   Backend& be = replicas_.backend(rank);
+  return place(rank, batch, targets, [&](size_t part, void* dst, int64_t offset, size_t bytes) {
+    be.upload(dst, batch.parts[part].data + offset, bytes);
+  });
+}
+
+// Where each part of replica `rank`'s slice goes: put(part, dst, offset,
+// bytes) moves `bytes` of batch part `part` from float `offset` of the global
+// batch (the slice's first row) to `dst`. One mapping for direct uploads and
+// for copies out of a device input slot (i14-devinput).
+template <class Put>
+std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool targets, Put&& put) {
+  Replica& rep = *reps_[static_cast<size_t>(rank)];
   int64_t begin = 0, count = 0;
   replica_slice(batch.rows, replicas_.size(), rank, begin, count);
   rep.rows_last = count;
@@ -166,8 +180,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
   const size_t n_in = graph_.inputs().size();
   for (size_t k = 0; k < n_in; ++k) {
     const HostComponent& c = batch.parts[k];
-    be.upload(rep.exec->input(static_cast<int>(k)), c.data + begin * c.width,
-              static_cast<size_t>(count * c.width) * sizeof(float));
+    put(k, rep.exec->input(static_cast<int>(k)), begin * c.width,
+        static_cast<size_t>(count * c.width) * sizeof(float));
   }
   if (targets) {
     const size_t n_out = graph_.outputs().size();
@@ -175,8 +189,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
     for (size_t k = 0; k < n_out; ++k) {
       const HostComponent& c = batch.parts[n_in + k];
       MR_CHECK(count * c.width <= rep.target_capacity[k], internal, "targets exceed their buffer");
-      be.upload(rep.targets[k].get(), c.data + begin * c.width,
-                static_cast<size_t>(count * c.width) * sizeof(float));
+      put(n_in + k, rep.targets[k].get(), begin * c.width,
+          static_cast<size_t>(count * c.width) * sizeof(float));
     }
     // Sample weights: one float per row; a part shared by all outputs is
     // uploaded once.
@@ -193,8 +207,8 @@ std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool t
         rep.sw[k] = rep.sw[k - 1];
         continue;
       }
-      be.upload(rep.weights[k].get(), batch.parts[static_cast<size_t>(part)].data + begin,
-                static_cast<size_t>(count) * sizeof(float));
+      put(static_cast<size_t>(part), rep.weights[k].get(), begin,
+          static_cast<size_t>(count) * sizeof(float));
       rep.sw[k] = static_cast<const float*>(rep.weights[k].get());
       staged = part;
     }
@@ -221,12 +235,37 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   return p;
 }
 
-void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
-  batch_params_.resize(c.outputs.size());  // allocates once, at the first step
+namespace {
+// Each output's loss arguments for a global batch of `rows` rows (the one
+// loop behind set_batch_params, Step::prepare_slot and Step::use_resident):
+// width(k) is output k's floats per target row; targets(k) gives its
+// targets for the whole batch, called only for a loss that reads them
+// (loss_reads_targets).
+template <class Width, class Targets>
+void fill_loss_params(std::vector<LossParams>& out, const CompileConfig& c, int64_t rows,
+                      Width&& width, Targets&& targets) {
+  out.resize(c.outputs.size());  // allocates once, at the first step
   for (size_t k = 0; k < c.outputs.size(); ++k) {
-    const HostComponent& t = batch.parts[graph_.inputs().size() + k];
-    batch_params_[k] = batch_loss_params(c.outputs[k].loss, t.data, batch.rows, t.width);
+    const LossConfig& loss = c.outputs[k].loss;
+    const float* t = loss_reads_targets(loss) ? targets(k) : nullptr;
+    out[k] = batch_loss_params(loss, t, rows, width(k));
   }
+}
+}  // namespace
+
+void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
+  if (slot_ >= 0) {  // i14-devinput: computed when the slot's batch was staged
+    batch_params_ = slot_params_[static_cast<size_t>(slot_)];
+    return;
+  }
+  if (resident_on_) {  // i14-devinput: computed by use_resident()
+    batch_params_ = resident_params_;
+    return;
+  }
+  const size_t n_in = graph_.inputs().size();
+  fill_loss_params(
+      batch_params_, c, batch.rows, [&](size_t k) { return batch.parts[n_in + k].width; },
+      [&](size_t k) { return batch.parts[n_in + k].data; });
 }
 
 void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_scale) {
@@ -309,6 +348,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
       // update, constraints, EMA (train/update.h).
       update_.run(r, config.optimizer, iteration, state_.scalars(r));
     });
+    stage_ahead(r, &clock_);  // i14-devinput: once the step's work is queued
   });
 }
 
@@ -322,11 +362,13 @@ void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
     // Keras' evaluation loss includes the regularization losses too.
     if (r == 0)
       rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
-    if (count == 0) return;
-    const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
-    rep.exec->forward(ps);
-    losses(r, config, count, 0.0f);
-    rep.exec->activity_penalties(ps, reg_sum);
+    if (count > 0) {
+      const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
+      rep.exec->forward(ps);
+      losses(r, config, count, 0.0f);
+      rep.exec->activity_penalties(ps, reg_sum);
+    }
+    stage_ahead(r, nullptr);  // i14-devinput: once the step's work is queued
   });
 }
 
@@ -367,6 +409,71 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   // the skip word after every step: eager.
   if (c.loss_scale.dynamic) return false;
   return true;
+}
+
+// ---- i14-devinput: input staged ahead in device slots ---------------------------
+std::pair<int64_t, int64_t> Step::take_slot(int rank, const HostBatch& desc, bool targets) {
+  const int slot = slot_;
+  input_->begin_take(rank, slot);
+  const auto range = place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t bytes) {
+    input_->copy_part(rank, slot, part, dst, bytes);
+  });
+  input_->end_take(rank, slot);
+  return range;
+}
+
+void Step::stage_ahead(int rank, StepClock* clock) {
+  if (slot_ < 0 || ahead_ == nullptr) return;
+  // The slot is free once the step's copies out of it ran: the batch after
+  // next goes into it on the copy lane while this step computes. Issued
+  // after the step's own work, so that the host's copy into pinned memory
+  // does not delay the launches of the step's kernels.
+  ScopedPhase staging(clock, rank, StepPhase::input);
+  input_->stage(rank, slot_, *ahead_);
+}
+
+void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c) {
+  input_->describe(slot, batch);
+  const size_t n_in = graph_.inputs().size();
+  fill_loss_params(
+      slot_params_[static_cast<size_t>(slot)], c, batch.rows,
+      [&](size_t k) { return batch.parts[n_in + k].width; },
+      [&](size_t k) { return batch.parts[n_in + k].data; });
+}
+
+void Step::stage_slot_now(int slot, const HostBatch& batch) {
+  replicas_.run("input staging", state_.iterations + 1,
+                [&](int r) { input_->stage(r, slot, batch); });
+}
+
+std::pair<int64_t, int64_t> Step::take_resident(int rank, const HostBatch& desc, bool targets) {
+  int64_t begin = 0, count = 0;
+  replica_slice(desc.rows, replicas_.size(), rank, begin, count);
+  resident_->load_index(rank, begin, count);
+  // Every part of the slice has the slice's `count` rows (place() puts
+  // count * width floats of each).
+  return place(rank, desc, targets, [&](size_t part, void* dst, int64_t, size_t) {
+    resident_->gather(rank, part, count, static_cast<float*>(dst));
+  });
+}
+
+void Step::use_resident(const ArrayData& data, const int64_t* order, int64_t rows,
+                        const CompileConfig& c) {
+  resident_->set_batch(&data, order, rows);
+  // A loss whose per-batch arguments read the whole batch's targets
+  // (loss_reads_targets) gets them gathered on the host (one output's, a few
+  // floats per row) as the source would; the others need no gather.
+  const size_t n_in = graph_.inputs().size();
+  auto width = [&](size_t k) { return data.widths[n_in + k]; };
+  fill_loss_params(resident_params_, c, rows, width, [&](size_t k) {
+    const int64_t w = width(k);
+    const float* src = data.parts[n_in + k].data();
+    resident_targets_.resize(static_cast<size_t>(rows * w));
+    for (int64_t r = 0; r < rows; ++r)
+      std::copy(src + order[r] * w, src + (order[r] + 1) * w, resident_targets_.begin() + r * w);
+    return static_cast<const float*>(resident_targets_.data());
+  });
+  resident_on_ = true;
 }
 
 }  // namespace mr

@@ -9,6 +9,7 @@
 // posted (a larger batch than any before grows them there, between steps).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,7 +21,9 @@
 #include "nn/graph.h"
 #include "nn/loss.h"
 #include "nn/optimizer.h"
+#include "train/device_input.h"
 #include "train/loss_scale.h"
+#include "train/resident_input.h"
 #include "train/step_clock.h"
 #include "train/step_graphs.h"
 #include "train/training_state.h"
@@ -154,6 +157,53 @@ class Step {
   bool graph_eligible(const CompileConfig& c) const;
   std::unique_ptr<StepGraphs> graphs_;
   StepGraphKey graph_key_;  // the step in flight's key, its vector reused
+  // ---- i14-devinput: input staged ahead in device slots (train/device_input.h) ----
+ public:
+  DeviceInput& device_input() { return *input_; }
+  const DeviceInput& device_input() const { return *input_; }
+  // The host side of staging `batch` into `slot`: its descriptor and each
+  // output's loss arguments (set_batch_params reads the targets, which the
+  // host batch may no longer hold when the slot's step runs). Caller's
+  // thread, while no replica reads the slot's host side.
+  void prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c);
+  // Stages `batch` into `slot` on every replica and waits (outside steps).
+  void stage_slot_now(int slot, const HostBatch& batch);
+  // The next post_train()/post_eval() reads slot `slot` (its batch argument
+  // is then the slot's descriptor: the step copies the slot into its own
+  // buffers first) and, once the step's work is queued, stages `ahead` (when
+  // not null) into it on the copy lane; -1: the batch's host data as before.
+  // Set between steps only.
+  void use_slot(int slot, const HostBatch* ahead) {
+    slot_ = slot;
+    ahead_ = ahead;
+  }
+  // Datasets resident on the device (train/resident_input.h).
+  ResidentInput& resident() { return *resident_; }
+  const ResidentInput& resident() const { return *resident_; }
+  // The next post_train()/post_eval() gathers its batch, the `rows` row
+  // numbers at `order` into resident `data`, on the device (its batch
+  // argument is then the descriptor: rows and the parts' widths); computes
+  // the loss's per-batch arguments from the host arrays. Between steps.
+  void use_resident(const ArrayData& data, const int64_t* order, int64_t rows,
+                    const CompileConfig& c);
+  void stop_resident() { resident_on_ = false; }
+
+ private:
+  std::pair<int64_t, int64_t> take_slot(int rank, const HostBatch& desc, bool targets);
+  // Replica `rank`'s thread, at the end of a step read from a slot: stages
+  // the batch after next into that slot (timed as input on `clock`).
+  void stage_ahead(int rank, StepClock* clock);
+  template <class Put>
+  std::pair<int64_t, int64_t> place(int rank, const HostBatch& batch, bool targets, Put&& put);
+  std::pair<int64_t, int64_t> take_resident(int rank, const HostBatch& desc, bool targets);
+  std::unique_ptr<DeviceInput> input_;
+  std::array<std::vector<LossParams>, DeviceInput::kSlots> slot_params_;
+  int slot_ = -1;
+  const HostBatch* ahead_ = nullptr;
+  std::unique_ptr<ResidentInput> resident_;
+  bool resident_on_ = false;
+  std::vector<LossParams> resident_params_;
+  std::vector<float> resident_targets_;  // host scratch: one output's targets of the batch
 };
 
 }  // namespace mr

@@ -213,6 +213,13 @@ class CpuBackend : public Backend {
 #if MR_WITH_DNNL
   DnnlMatmulPtr dnnl_bf16_;
 #endif
+  // ---- i14-devinput: no copy lane, every lane is the caller's thread ----
+ public:
+  void upload_on(Lane, void* dst, const void* host_src, size_t bytes) override {
+    upload(dst, host_src, bytes);
+  }
+  void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
+                   float* dst) override;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -60,6 +60,8 @@ class CachingAllocator {
   size_t in_use() const { return in_use_; }
   size_t peak() const { return peak_; }
   void reset_peak() { peak_ = in_use_; }
+  // ---- i14-devinput: bytes of the cached free blocks ----
+  size_t cached() const { return cached_; }
 
  private:
   int ordinal_;
@@ -68,6 +70,7 @@ class CachingAllocator {
   std::map<void*, size_t> live_;       // block -> size class
   size_t in_use_ = 0;                  // bytes, for the out-of-memory message
   size_t peak_ = 0;                    // most of in_use_ since reset_peak() (i14-monitor)
+  size_t cached_ = 0;                  // sum of free_'s size classes (i14-devinput)
 };
 
 // Pinned host memory for uploads: a ring of slots, each reusable once the copy
@@ -359,6 +362,13 @@ class CudaBackend final : public Backend {
   std::vector<std::unique_ptr<CapturedGraph>> graphs_;  // by slot
   bool capturing_ = false;
   bool armed_before_capture_ = false;  // status_armed_ when the capture began
+  // ---- i14-devinput: uploads on either stream (cuda_memory.cu) ----
+ public:
+  void upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) override;
+  // cuda_gather.cu
+  void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
+                   float* dst) override;
+  int64_t cached_free_bytes() const override { return static_cast<int64_t>(alloc_->cached()); }
 };
 
 namespace cuda {

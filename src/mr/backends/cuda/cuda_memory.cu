@@ -49,6 +49,7 @@ void* CachingAllocator::take(size_t bytes) {
   if (it != free_.end()) {
     void* p = it->second;
     free_.erase(it);
+    cached_ -= cls;
     live_.emplace(p, cls);
     in_use_ += cls;
     peak_ = std::max(peak_, in_use_);
@@ -62,6 +63,7 @@ void* CachingAllocator::take(size_t bytes) {
     cudaGetLastError();
     for (auto& kv : free_) cudaFree(kv.second);
     free_.clear();
+    cached_ = 0;
     st = cudaMalloc(&p, cls);
     if (st == cudaErrorMemoryAllocation) {
       cudaGetLastError();
@@ -80,6 +82,7 @@ void CachingAllocator::give_back(void* p) noexcept {
   auto it = live_.find(p);
   if (it == live_.end()) return;
   free_.emplace(it->second, p);
+  cached_ += it->second;
   in_use_ -= it->second;
   live_.erase(it);
 }
@@ -155,13 +158,28 @@ void PinnedRing::upload(cudaStream_t stream, void* dst, const void* src, size_t 
 // ---- the backend ----------------------------------------------------------------
 
 namespace {
-// Uploads up to the slot size go through the pinned ring; larger ones (whole
-// weight sets, or batches larger than reserve_staging() announced) copy from
-// pageable memory and wait for the compute stream. reserve_staging() grows
-// slots up to kPinnedMax: larger staging would keep too much memory pinned.
+// Every upload goes through the pinned ring: one larger than a slot (whole
+// weight sets, or batches larger than reserve_staging() announced) in
+// slot-sized chunks, so that every wait of an upload is a deadline-bound
+// poll of a ring slot's event (a pageable cudaMemcpyAsync could block in the
+// driver until its stream reached it, with no deadline and no interrupt).
+// reserve_staging() grows slots up to kPinnedMax: larger staging would keep
+// too much memory pinned.
 constexpr size_t kPinnedMax = size_t{64} << 20;
 constexpr size_t kPinnedDefault = size_t{1} << 20;
 constexpr int kPinnedSlots = 8;
+
+// `bytes` of host `src` to device `dst` on `stream` through `ring`, in
+// chunks of at most one slot; src has been read when it returns.
+void ring_upload(PinnedRing& ring, cudaStream_t stream, void* dst, const void* src, size_t bytes,
+                 const WaitLimits& limits, const std::string& who) {
+  const size_t chunk = ring.slot_bytes();
+  MR_CHECK(chunk > 0, internal, "no pinned staging slots");
+  auto* d = static_cast<char*>(dst);
+  const auto* h = static_cast<const char*>(src);
+  for (size_t at = 0; at < bytes; at += chunk)
+    ring.upload(stream, d + at, h + at, std::min(chunk, bytes - at), limits, who);
+}
 }  // namespace
 
 CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordinal) {
@@ -264,12 +282,18 @@ void CudaBackend::reset_peak_memory() { alloc_->reset_peak(); }
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
   use_device(ordinal_);
-  if (bytes <= pinned_->slot_bytes()) {
-    pinned_->upload(stream_, dst, host_src, bytes, wait_limits(), who());
+  ring_upload(*pinned_, stream_, dst, host_src, bytes, wait_limits(), who());
+}
+
+// i14-devinput: the same path on the lane's stream.
+void CudaBackend::upload_on(Lane lane, void* dst, const void* host_src, size_t bytes) {
+  if (lane == Lane::compute) {
+    upload(dst, host_src, bytes);
     return;
   }
-  MR_CUDA_CALL(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_), ordinal_);
-  wait_idle("an upload from pageable memory");
+  if (bytes == 0) return;
+  use_device(ordinal_);
+  ring_upload(*pinned_, copy_stream_, dst, host_src, bytes, wait_limits(), who());
 }
 
 void CudaBackend::reserve_staging(size_t bytes) {
