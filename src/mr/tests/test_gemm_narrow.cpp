@@ -134,6 +134,20 @@ TEST(CpuGemmNarrow, StepShapesLongKAndSplitsAcrossTheTeam) {
       {true, false, 517, 16, 70},
       {false, false, 301, 1003, 10},
       {false, true, 257, 999, 16},
+      // The column-pair kernel (NN and NT, n <= 10): every pair count (odd
+      // n: the last pair half zero), leftover rows of the 4-row tile, k below
+      // one 8-deep block, with a tail, and beyond one chunk; and the dot
+      // kernel above it (n = 12 .. 16).
+      {false, false, 67, 16, 259},
+      {false, false, 13, 2, 5},
+      {false, false, 29, 4, 8},
+      {false, false, 31, 6, 23},
+      {false, false, 10, 8, 64},
+      {false, false, 50, 12, 1030},
+      {false, false, 23, 14, 17},
+      {false, false, 11, 9, 1024},
+      {false, true, 45, 10, 77},
+      {false, true, 9, 5, 600},
       // k beyond one 512-float chunk of the transposed copy of B.
       {false, false, 37, 7, 1100},
       {false, true, 37, 7, 1100},

@@ -11,20 +11,34 @@
 //   oneDNN 2.6.3 dnnl_sgemm (the path before):   72-76 / 70 / 121-130
 //   oneDNN 2.6.3 f32 matmul primitive, cached
 //   (brgemm JIT, "brg:avx512_core"):              88-90 / 52 / 115-118
-//   these kernels:                               106-111 / 138-147 / 111-124
-// dX3 (k = 10: ten FMAs for each element of a 64 KB C) is no faster here
-// than dnnl_sgemm; it stays on these kernels so that the narrow products
-// share one dispatch and one split rule. Every kernel keeps all 16 lanes busy:
-//   n <= 16, op(A) = A (NN, NT): each C element is a dot product along k of
+//   the 4x4 dot kernel, k-loop at run time:     106-111 / 138-147 / 111-124
+//   these kernels (column pairs for n <= 10,
+//   k-loop unrolled for k <= 16):              140-149 / 137-148 / 126-135
+// (the last two rows: bench_gemm and interleaved A/B runs of the kernel
+// alone, best of 30 rounds; the machine's figures drift by ~5% between
+// runs). dX3 (k = 10: ten FMAs for each element of a 64 KB C) stays at 55-60%
+// of the ceiling; the transpose of W3's 256x10 block puts ~1000 shuffles on
+// the port the second FMA pipe uses, but with no hardware counters in this
+// VM the rest of the gap is not attributed.
+// The kernels, each keeping all 16 lanes busy:
+//   n <= 10, op(A) = A (NN, NT): column pairs: lanes 8c+q of one accumulator
+//     hold row i's partial sums over p = q (mod 8) for column 2g+c; A[i, p ..
+//     p+7] is broadcast to both halves by one load and feeds the 5 pairs'
+//     FMAs (4 rows x 5 pairs of accumulators), B is packed in that layout
+//     per k-chunk (NN by register transposes), and a row's pairs fold into
+//     its n outputs with one add tree and a permute. It replaced the dot
+//     kernel at these widths: its 16-lane fold of every 4x4 tile and its
+//     padding of n = 10 to 12 took the shuffle port from the FMAs;
+//   11 <= n <= 16, op(A) = A: each C element is a dot product along k of
 //     a row of A and a row of op(B)^T (B itself for NT; for NN a transposed
 //     copy of a k-chunk of B on the stack, made by register shuffles), 4x4
-//     elements per register tile,
-//     the 16 accumulators folded into one vector by an add tree;
+//     elements per register tile, the 16 accumulators folded into one vector
+//     by an add tree (faster than pairs with 3-row tiles at n = 12 .. 16);
 //   n <= 16, TN: C^T = B^T A, i.e. each row of A (k of them) broadcast-FMA'd
 //     into 32-row strips of C^T held in registers, then gathered into C;
 //   k <= 16, op(A) = A: each row of C is sum_p A[i,p] op(B)[p,:], broadcast
-//     FMAs over 64-column strips (NT: op(B) transposed into a stack buffer
-//     by register shuffles).
+//     FMAs over 64-column strips, the k loop unrolled at compile time (NT:
+//     op(B) transposed into a stack buffer by register shuffles).
 // Every element's arithmetic (the order of its FMAs and of the fold) does not
 // depend on the tile it falls in or on the split over the team, so results
 // are bit-identical for any thread count.
@@ -75,8 +89,11 @@ constexpr int64_t kCopyStride = 512 + 16;
 // Sapphire Rapids: measured there, one thread, interleaved A/B runs, H W3
 // (NN 64x10x256) 113-115 -> 116-117 GFLOP/s, dX3 (NT 64x256x10) 124-128 ->
 // 126-130, NN 64x16x256 130 -> 143.
-void transpose_narrow(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
-                      int64_t ldd) {
+// transpose16 does the shuffles and hands each column j < cols of the block
+// of rows p0 .. p0+15 (rows >= `rows` zero) to store(j, p0, vector, mask of
+// the rows < `rows`).
+template <class Store>
+void transpose16(const float* src, int64_t lds, int64_t rows, int64_t cols, Store&& store) {
   const __mmask16 mc = tail_mask(cols);
   for (int64_t p0 = 0; p0 < rows; p0 += 16) {
     const int64_t pr = std::min<int64_t>(16, rows - p0);
@@ -111,9 +128,16 @@ void transpose_narrow(const float* src, int64_t lds, int64_t rows, int64_t cols,
                            _mm512_shuffle_f32x4(v0, w0, 0xDD), _mm512_shuffle_f32x4(v1, w1, 0xDD)};
       MR_UNROLL
       for (int q = 0; q < 4; ++q)
-        if (4 * q + c < cols) _mm512_mask_storeu_ps(dst + (4 * q + c) * ldd + p0, mp, o[q]);
+        if (4 * q + c < cols) store(4 * q + c, p0, o[q], mp);
     }
   }
+}
+
+void transpose_narrow(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                      int64_t ldd) {
+  transpose16(src, lds, rows, cols, [&](int64_t j, int64_t p0, __m512 v, __mmask16 mp) {
+    _mm512_mask_storeu_ps(dst + j * ldd + p0, mp, v);
+  });
 }
 
 // C = alpha * v + beta * C on the lanes of `mask` (beta == 0: C not read).
@@ -261,6 +285,166 @@ void dot_kernel(bool trans_b, int64_t i0, int64_t i1, int64_t n, int64_t k, floa
   }
 }
 
+// ---- n <= 16, NN: column pairs, 8 deep in the lanes ------------------------
+// Column pair g (columns 2g, 2g+1; G = ceil(n/2) pairs) of row i of C is
+// accumulated in one vector whose lanes 8c+q hold the partial sums over
+// p = q (mod 8) of A[i,p] B[p,2g+c]: each FMA multiplies A[i, p .. p+7]
+// broadcast to both 256-bit halves (a broadcast load, no shuffle) by a packed
+// block of B (lanes 8c+q = B[p+q, 2g+c]). All 16 lanes carry work for even n,
+// one load of A feeds G FMAs, and a row's G vectors fold into its n outputs
+// with 14 shuffles, 7 adds and one permute, against the dot kernel's 16-lane
+// fold per element (which shares the shuffle port with the FMAs).
+// Packed blocks of B per k-chunk: 512 / 8 blocks x 5 pairs x 16 floats = 20 KB.
+constexpr int64_t kPairChunk = 512;
+// Up to 5 pairs a row tile holds 4 rows (20 accumulators); 6-8 pairs leave
+// room for 3, and there the dot kernel's 4x4 tiles measured faster (one
+// thread, Intel Xeon Sapphire Rapids, NN 64 x n x 256: n = 12 139 against
+// 120 GFLOP/s, n = 16 138 against 122), so n = 11 .. 16 stay on it.
+constexpr int64_t kPairMaxN = 10;
+
+// packed[(b * G + g) * 16 + 8c + q] = B[8b + q, 2g + c] for the kk rows of a
+// k-chunk, zero for rows kk .. (kk rounded up to 16) and for column n when n
+// is odd. The transpose hands over 16 rows of one column at a time; its two
+// halves are two blocks (the second stored through a base 8 floats back so
+// that one mask selects lanes 8-15).
+void pack_pairs(const float* b, int64_t ldb, int64_t kk, int64_t n, int64_t pairs, float* packed) {
+  transpose16(b, ldb, kk, n, [&](int64_t j, int64_t p0, __m512 v, __mmask16) {
+    float* lo = packed + ((p0 / 8) * pairs + j / 2) * 16 + 8 * (j % 2);
+    _mm512_mask_storeu_ps(lo, 0x00FF, v);
+    _mm512_mask_storeu_ps(lo + pairs * 16 - 8, 0xFF00, v);
+  });
+  if (n % 2 != 0) {
+    const int64_t blocks = (kk + 7) / 8;
+    for (int64_t bl = 0; bl < blocks; ++bl)
+      _mm256_store_ps(packed + (bl * pairs + pairs - 1) * 16 + 8, _mm256_setzero_ps());
+  }
+}
+
+// The same layout from B^T (NT: column j of op(B) is row j of B, k-contiguous):
+// 8-float row pieces copied, zero past kk and for column n when n is odd.
+void pack_pairs_t(const float* b, int64_t ldb, int64_t kk, int64_t n, int64_t pairs,
+                  float* packed) {
+  const int64_t blocks = (kk + 7) / 8;
+  for (int64_t j = 0; j < 2 * pairs; ++j) {
+    float* dst = packed + (j / 2) * 16 + 8 * (j % 2);
+    const float* src = b + j * ldb;
+    for (int64_t bl = 0; bl < blocks; ++bl) {
+      const int64_t left = j < n ? kk - 8 * bl : 0;
+      const __mmask8 mk =
+          left >= 8 ? static_cast<__mmask8>(0xFF) : static_cast<__mmask8>((1u << left) - 1u);
+      _mm256_store_ps(dst + bl * pairs * 16, _mm256_maskz_loadu_ps(mk, src + 8 * bl));
+    }
+  }
+}
+
+// Folds the pair vectors x[0 .. 7] into one whose lane 2g+c is the sum of
+// lanes 8c .. 8c+7 of x[g], always by the same tree.
+inline __m512 fold_pairs(const __m512 x[8]) {
+  __m512 s1[4], s2[2];
+  MR_UNROLL
+  for (int i = 0; i < 4; ++i)
+    s1[i] = _mm512_add_ps(_mm512_unpacklo_ps(x[2 * i], x[2 * i + 1]),
+                          _mm512_unpackhi_ps(x[2 * i], x[2 * i + 1]));
+  MR_UNROLL
+  for (int i = 0; i < 2; ++i)
+    s2[i] = _mm512_add_ps(_mm512_shuffle_ps(s1[2 * i], s1[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm512_shuffle_ps(s1[2 * i], s1[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // s2[i], 128-bit block q, lane t: x[4i+t]'s sum over its lanes 4q .. 4q+3.
+  const __m512 s3 = _mm512_add_ps(_mm512_shuffle_f32x4(s2[0], s2[1], 0x88),
+                                  _mm512_shuffle_f32x4(s2[0], s2[1], 0xDD));
+  // s3 lane 4h+t: h = 0, 1: x[t] column c = h; h = 2, 3: x[4+t], c = h - 2.
+  const __m512i order = _mm512_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+  return _mm512_permutexvar_ps(order, s3);
+}
+
+// Rows i0 .. i0+R-1 of C over a k-chunk of kk (A, packed at its start).
+template <int R, int G>
+void pair_tile(int64_t i0, int64_t n, const float* a, int64_t lda, const float* packed, int64_t kk,
+               float alpha, float beta, float* c, int64_t ldc) {
+  __m512 acc[R][G];
+  MR_UNROLL
+  for (int r = 0; r < R; ++r) MR_UNROLL
+  for (int g = 0; g < G; ++g) acc[r][g] = _mm512_setzero_ps();
+  const float* ar = a + i0 * lda;
+  const int64_t full = kk / 8;
+  for (int64_t bl = 0; bl < full; ++bl) {
+    const float* wp = packed + bl * (G * 16);
+    __m512 av[R];
+    MR_UNROLL
+    for (int r = 0; r < R; ++r)
+      av[r] = _mm512_broadcast_f32x8(_mm256_loadu_ps(ar + r * lda + 8 * bl));
+    MR_UNROLL
+    for (int g = 0; g < G; ++g) {
+      const __m512 w = _mm512_load_ps(wp + 16 * g);
+      MR_UNROLL
+      for (int r = 0; r < R; ++r) acc[r][g] = _mm512_fmadd_ps(av[r], w, acc[r][g]);
+    }
+  }
+  if (full * 8 < kk) {  // the packed rows past kk are zero
+    const __mmask8 mk = static_cast<__mmask8>((1u << (kk - full * 8)) - 1u);
+    const float* wp = packed + full * (G * 16);
+    __m512 av[R];
+    MR_UNROLL
+    for (int r = 0; r < R; ++r)
+      av[r] = _mm512_broadcast_f32x8(_mm256_maskz_loadu_ps(mk, ar + r * lda + 8 * full));
+    MR_UNROLL
+    for (int g = 0; g < G; ++g) {
+      const __m512 w = _mm512_load_ps(wp + 16 * g);
+      MR_UNROLL
+      for (int r = 0; r < R; ++r) acc[r][g] = _mm512_fmadd_ps(av[r], w, acc[r][g]);
+    }
+  }
+  const __mmask16 mn = tail_mask(n);
+  MR_UNROLL
+  for (int r = 0; r < R; ++r) {
+    __m512 x[8];
+    MR_UNROLL
+    for (int g = 0; g < 8; ++g) x[g] = g < G ? acc[r][g] : _mm512_setzero_ps();
+    store_scaled(c + (i0 + r) * ldc, mn, fold_pairs(x), alpha, beta);
+  }
+}
+
+template <int G>
+void pair_rows(int64_t i0, int64_t i1, int64_t n, const float* a, int64_t lda, const float* packed,
+               int64_t kk, float alpha, float beta, float* c, int64_t ldc) {
+  // 4 x G <= 20 accumulators, 4 broadcasts and one block of B in the 32
+  // registers.
+  constexpr int R = 4;
+  int64_t i = i0;
+  for (; i + R <= i1; i += R) pair_tile<R, G>(i, n, a, lda, packed, kk, alpha, beta, c, ldc);
+  for (; i < i1; ++i) pair_tile<1, G>(i, n, a, lda, packed, kk, alpha, beta, c, ldc);
+}
+
+void pair_kernel(bool trans_b, int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha,
+                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                 int64_t ldc) {
+  alignas(64) float packed[kPairChunk / 8 * ((kPairMaxN + 1) / 2) * 16];
+  const int64_t pairs = (n + 1) / 2;
+  for (int64_t p0 = 0; p0 < k; p0 += kPairChunk) {
+    const int64_t kk = std::min(kPairChunk, k - p0);
+    const float bet = p0 == 0 ? beta : 1.0f;  // later chunks add onto C
+    if (trans_b)
+      pack_pairs_t(b + p0, ldb, kk, n, pairs, packed);
+    else
+      pack_pairs(b + p0 * ldb, ldb, kk, n, pairs, packed);
+    const float* ap = a + p0;
+#define MR_PAIR_CASE(G)                                               \
+  case G:                                                             \
+    pair_rows<G>(i0, i1, n, ap, lda, packed, kk, alpha, bet, c, ldc); \
+    break;
+    switch (pairs) {
+      MR_PAIR_CASE(1)
+      MR_PAIR_CASE(2)
+      MR_PAIR_CASE(3)
+      MR_PAIR_CASE(4)
+      default:
+        pair_rows<5>(i0, i1, n, ap, lda, packed, kk, alpha, bet, c, ldc);
+        break;
+    }
+#undef MR_PAIR_CASE
+  }
+}
+
 // ---- n <= 16, TN: C^T = B^T A by broadcast FMAs -----------------------------
 // Rows [i0, i0+V*16) (masked by mlast on the last vector) of C, columns
 // [j0, j0+J) of C: acc[j][v] += B[p, j0+j] * A[p, i0+16v ..] over all p.
@@ -332,8 +516,12 @@ void tn_kernel(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const 
       MR_TN_CASE(2)
       MR_TN_CASE(3)
       MR_TN_CASE(4)
-      MR_TN_CASE(5) MR_TN_CASE(6) MR_TN_CASE(7) MR_TN_CASE(8) MR_TN_CASE(9) MR_TN_CASE(10)
-          MR_TN_CASE(11) default
+      MR_TN_CASE(5)
+      MR_TN_CASE(6)
+      MR_TN_CASE(7)
+      MR_TN_CASE(8)
+      MR_TN_CASE(9)
+      MR_TN_CASE(10) MR_TN_CASE(11) default
           : tn_columns<12>(i0, i1, j0, k, alpha, a, lda, b, ldb, beta, c, ldc);
       break;
     }
@@ -343,14 +531,17 @@ void tn_kernel(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const 
 
 // ---- k <= 16, op(A) = A: broadcast FMAs along the rows of C ------------------
 // C[i0+r, j0 .. j0+16V) = sum_p A[i0+r, p] Bk[p, j0 ..], R rows x V vectors.
-template <int R, int V>
-void k_tile(int64_t i0, int64_t j0, int64_t nj, int64_t k, float alpha, const float* a, int64_t lda,
-            const float* bk, int64_t ldbk, float beta, float* c, int64_t ldc) {
+template <int R, int V, int K = 0>
+__attribute__((noinline)) void k_tile(int64_t i0, int64_t j0, int64_t nj, int64_t k_, float alpha,
+                                      const float* a, int64_t lda, const float* bk, int64_t ldbk,
+                                      float beta, float* c, int64_t ldc) {
+  const int64_t k = K > 0 ? K : k_;
   __m512 acc[R][V];
   MR_UNROLL
   for (int r = 0; r < R; ++r) MR_UNROLL
   for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
   const __mmask16 mlast = tail_mask(nj - 16 * (V - 1));
+  MR_UNROLL
   for (int64_t p = 0; p < k; ++p) {
     const float* bp = bk + p * ldbk + j0;
     __m512 bv[V];
@@ -375,7 +566,35 @@ template <int R>
 void k_rows(int64_t i0, int64_t jb, int64_t je, int64_t k, float alpha, const float* a, int64_t lda,
             const float* bk, int64_t ldbk, float beta, float* c, int64_t ldc) {
   int64_t j = jb;
-  for (; j + 64 <= je; j += 64) k_tile<R, 4>(i0, j, 64, k, alpha, a, lda, bk, ldbk, beta, c, ldc);
+  // Whole 64-column tiles with k a compile-time constant: the p loop fully
+  // unrolled (dX3, 64x256x10, one thread on an Intel Xeon Sapphire Rapids:
+  // 125 -> 138 GFLOP/s against the runtime-k loop).
+#define MR_K_CASE(K)                                                        \
+  case K:                                                                   \
+    for (; j + 64 <= je; j += 64)                                           \
+      k_tile<R, 4, K>(i0, j, 64, k, alpha, a, lda, bk, ldbk, beta, c, ldc); \
+    break;
+  switch (k) {
+    MR_K_CASE(1)
+    MR_K_CASE(2)
+    MR_K_CASE(3)
+    MR_K_CASE(4)
+    MR_K_CASE(5)
+    MR_K_CASE(6)
+    MR_K_CASE(7)
+    MR_K_CASE(8)
+    MR_K_CASE(9)
+    MR_K_CASE(10)
+    MR_K_CASE(11)
+    MR_K_CASE(12)
+    MR_K_CASE(13)
+    MR_K_CASE(14)
+    MR_K_CASE(15)
+    MR_K_CASE(16)
+    default:
+      break;
+  }
+#undef MR_K_CASE
   const int64_t rest = je - j;
   if (rest > 48)
     k_tile<R, 4>(i0, j, rest, k, alpha, a, lda, bk, ldbk, beta, c, ldc);
@@ -429,7 +648,12 @@ void narrow_gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_
     else
       f(int64_t{0}, total);
   };
-  if (n <= kNarrow && !trans_a) {
+  if (n <= kPairMaxN && !trans_a) {
+    // By rows of C in multiples of 4 (one register tile).
+    run(m, 4, [&](int64_t i0, int64_t i1) {
+      pair_kernel(trans_b, i0, i1, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    });
+  } else if (n <= kNarrow && !trans_a) {
     // By rows of C in multiples of 4 (one register tile).
     run(m, 4, [&](int64_t i0, int64_t i1) {
       dot_kernel(trans_b, i0, i1, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -12,7 +12,8 @@ namespace mr::cpu {
 // Whether narrow_gemm handles this product: this build has the AVX-512
 // kernels (the CPU is checked at load by require_cpu_isa) and the shape is
 // one of
-//   n <= 16 and A not transposed (NN, NT): dot products along k;
+//   n <= 16 and A not transposed (NN, NT): dot products along k (n <= 10:
+//                                          8 deep in the lanes of column pairs);
 //   n <= 16, A transposed, B not (TN):     broadcast FMAs along m;
 //   k <= 16 (and n > 16), A not transposed: broadcast FMAs along n.
 // Everything else runs on the general GEMM (cpu_gemm.cpp).
