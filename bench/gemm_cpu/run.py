@@ -20,8 +20,11 @@ from report import REPO, provenance, publish  # noqa: E402
 
 def run_once(binary, threads, seconds):
     out = subprocess.run([binary, str(threads), str(seconds)], capture_output=True, text=True, check=True).stdout
-    rows, ceiling = {}, None
+    rows, ceiling, transpose = {}, None, None
     for line in out.splitlines():
+        if line.startswith("W3 transpose:"):
+            transpose = float(line.split()[4])
+            continue
         if line.startswith("FMA ceiling:"):
             parts = line.replace(",", "").split()
             ceiling = (float(parts[4]), float(parts[8]))
@@ -30,7 +33,48 @@ def run_once(binary, threads, seconds):
         if len(fields) >= 7 and fields[-1].replace(".", "", 1).isdigit() and fields[-3].isdigit():
             label = " ".join(fields[:-6])
             rows[(label, fields[-6], fields[-5], fields[-4], fields[-3])] = (float(fields[-2]), float(fields[-1]))
-    return rows, ceiling
+    return rows, ceiling, transpose
+
+
+# cpu_gemm_narrow.cpp's kSplitMinMacs: narrow products below it run on the calling thread.
+SPLIT_MIN_MACS = 512 * 1024
+
+
+def team_handoff(binary, n):
+    """Median ns of a cross-core round trip and of an empty 2-member ThreadTeam::run over n runs
+    of build/bench_team_handoff, or None where it is not built."""
+    if not os.path.exists(binary):
+        return None
+    trip, team = [], []
+    for _ in range(n):
+        out = subprocess.run([binary], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            if line.startswith("cross-core round trip"):
+                trip.append(float(line.split()[-2]))
+            elif line.startswith("ThreadTeam::run"):
+                team.append(float(line.split()[-2]))
+    return statistics.median(trip), statistics.median(team)
+
+
+def split_budget(keys, runs, ceil2, handoff, med):
+    """Lines on the products that run on one thread: how much time a 2-way split could spend on
+    its hand-off and still reach 60% of the 2-thread ceiling, against the measured hand-off."""
+    out = []
+    for key in keys:
+        one = med([r[0][key][0] for r in runs if key in r[0]])
+        label, op, m, n, k = key
+        if min(int(m), int(n), int(k)) > 16 or int(m) * int(n) * int(k) >= SPLIT_MIN_MACS:
+            continue  # split over the team
+        flops = 2.0 * int(m) * int(n) * int(k)
+        t1 = flops / (one * 1e9) * 1e6
+        budget = flops / (0.6 * ceil2 * 1e9) * 1e6
+        out.append(f"- {label.strip()} ({op} {m}x{n}x{k}): {t1:.2f} us on one thread; at 60% of the 2-thread"
+                   f" ceiling it must take {budget:.2f} us, so a 2-way split (halves of {t1 / 2:.2f} us at the"
+                   f" same speed) has {1000 * (budget - t1 / 2):.0f} ns for its hand-off")
+    if out and handoff:
+        out.append(f"- measured (`build/bench_team_handoff`, median of {len(runs)} runs): a cross-core round trip"
+                   f" {handoff[0]:.0f} ns, an empty 2-member ThreadTeam::run {handoff[1]:.0f} ns")
+    return out
 
 
 def main():
@@ -44,6 +88,7 @@ def main():
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} is missing: run `make core` first")
     runs = [run_once(args.bin, 2, args.seconds) for _ in range(args.n)]
+    handoff = team_handoff(os.path.join(os.path.dirname(args.bin), "bench_team_handoff"), args.n)
     keys = list(runs[0][0].keys())
     med = lambda xs: statistics.median(xs)  # noqa: E731
     ceil1 = med([r[1][0] for r in runs])
@@ -57,11 +102,13 @@ def main():
         "layer's dX is not computed), and two large ones, against the machine's ceiling measured by an",
         "FMA-throughput loop (independent accumulators). Products with n or k <= 16 (the output",
         "layer's) run on the AVX-512 kernels of `src/mr/backends/cpu/cpu_gemm_narrow.cpp`, on the",
-        "calling thread alone below 512k multiply-adds: an empty 2-way hand-off of the thread team",
-        "(`build/bench_team_handoff`) measured 0.6-0.9 us against a 0.3 us cross-core round trip, a",
-        "third of such a product, and split they ran slower, so their 2-thread figure is their",
-        "1-thread one and is given against both ceilings. Operands are 64-byte aligned, as the step's",
-        f"buffers are. Median GFLOP/s of {args.n} runs of `build/bench_gemm 2`.",
+        "calling thread alone below 512k multiply-adds (split, they ran slower: the hand-off costs more",
+        "than the split saves, see below), so their 2-thread figure is their 1-thread one and is given",
+        "against both ceilings. The output layer's kernel W3 is kept transposed for the step (Dense,",
+        "where `Backend::keeps_transposed_narrow_weights` says so: the AVX-512 CPU), so its forward is the",
+        "NT product H (W3^T)^T and dX3 the NN product dY (W3^T) from that one copy, timed below the",
+        "table. Operands are 64-byte aligned, as the step's buffers are.",
+        f"Median GFLOP/s of {args.n} runs of `build/bench_gemm 2`.",
         "",
         *provenance("make core && python3 bench/gemm_cpu/run.py"),
         "",
@@ -76,6 +123,14 @@ def main():
             f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {100 * one / ceil1:.0f}% | {two:.1f} | {100 * two / ceil2:.0f}% |"
         )
     lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2."]
+    budget = split_budget(keys, runs, ceil2, handoff, med)
+    if budget:
+        lines += ["", "Why the output layer's products run on one thread: what a split would have to reach.", ""]
+        lines += budget
+    tr = [r[2] for r in runs if r[2] is not None]
+    if tr:
+        lines += ["", f"The copy of W3 to W3^T (256x10, `strided_copy`, once per step): {med(tr):.3f} us on 1 thread"
+                  f" (median of {len(tr)} runs)."]
     publish("gemm_cpu", lines, args.output, not args.no_write)
 
 

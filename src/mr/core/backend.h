@@ -233,6 +233,13 @@ class Backend {
   virtual void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                     const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                     int64_t ldc) = 0;
+  // Whether a layer whose weight W[k, units] has units <= 16 columns should
+  // keep W^T for the step: forward x W as the NT product x (W^T)^T and
+  // backward dx = dz W^T as the NN product dz (W^T), both from one transposed
+  // copy made by strided_copy in forward. True where gemm would otherwise
+  // transpose W inside each of the two products (the CPU's narrow kernels);
+  // cuBLAS reads either layout as it is.
+  virtual bool keeps_transposed_narrow_weights(int64_t /*units*/) const { return false; }
   // y[r, c] += bias[c]
   virtual void bias_add(int64_t rows, int64_t cols, const float* bias, float* y) = 0;
   // db[c] = (accumulate ? db[c] : 0) + sum_r dy[r, c]

@@ -178,5 +178,74 @@ TEST(CpuGemmNarrow, HandlesOnlyTheNarrowShapes) {
   EXPECT_FALSE(cpu::narrow_gemm_handles(false, false, 64, 10, 0));
 }
 
+// strided_copy's 2-D transpose of a block with <= 16 columns (the register
+// transpose) against an index loop: rows around the 16-row step and beyond
+// one 512-row chunk, padded strides, the destination's padding untouched; 17
+// columns take the element loop and give the same.
+TEST(CpuGemmNarrow, StridedCopyTransposesNarrowBlocks) {
+  CpuBackend be(0, 2);
+  uint64_t seed = 900;
+  for (int64_t rows : {1, 7, 16, 17, 33, 256, 784})
+    for (int64_t cols : {1, 2, 10, 15, 16, 17})
+      for (int64_t pad : {0, 3}) {
+        const int64_t lds = cols + pad, ldd = rows + 2 * pad;
+        const Vec src = random_vec(static_cast<size_t>(rows * lds), seed++);
+        Vec dst(static_cast<size_t>(cols * ldd), -7.0f);
+        StridedCopy c;
+        c.rank = 2;
+        c.dims[0] = cols;
+        c.dims[1] = rows;
+        c.src_stride[0] = 1;
+        c.src_stride[1] = lds;
+        c.dst_stride[0] = ldd;
+        c.dst_stride[1] = 1;
+        be.strided_copy(c, src.data(), dst.data());
+        for (int64_t j = 0; j < cols; ++j)
+          for (int64_t q = 0; q < ldd; ++q) {
+            const float want = q < rows ? src[static_cast<size_t>(q * lds + j)] : -7.0f;
+            ASSERT_EQ(dst[static_cast<size_t>(j * ldd + q)], want)
+                << rows << "x" << cols << " pad " << pad << " at [" << j << ", " << q << "]";
+          }
+      }
+}
+
+// Dense keeps W^T where the backend says so (keeps_transposed_narrow_weights):
+// forward x W becomes the NT product with W^T, backward dz W^T the NN one.
+// The narrow kernels make the same copy of W^T themselves, so both forms give
+// bit-identical results, on one thread and on two.
+TEST(CpuGemmNarrow, TransposedNarrowWeightsGiveTheSameProducts) {
+  uint64_t seed = 1200;
+  for (int threads : {1, 2}) {
+    CpuBackend be(0, threads);
+    for (int64_t units : {1, 2, 10, 11, 16})
+      for (int64_t k : {3, 10, 256, 784})
+        for (int64_t m : {1, 5, 64}) {
+          EXPECT_EQ(be.keeps_transposed_narrow_weights(units),
+                    cpu::narrow_gemm_handles(false, true, m, units, k));
+          const Vec x = random_vec(static_cast<size_t>(m * k), seed++);
+          const Vec w = random_vec(static_cast<size_t>(k * units), seed++);
+          const Vec dz = random_vec(static_cast<size_t>(m * units), seed++);
+          Vec wt(static_cast<size_t>(units * k));
+          for (int64_t p = 0; p < k; ++p)
+            for (int64_t j = 0; j < units; ++j)
+              wt[static_cast<size_t>(j * k + p)] = w[static_cast<size_t>(p * units + j)];
+          Vec z0(static_cast<size_t>(m * units)), z1 = z0;
+          be.gemm(false, false, m, units, k, 1.0f, x.data(), k, w.data(), units, 0.0f, z0.data(),
+                  units);
+          be.gemm(false, true, m, units, k, 1.0f, x.data(), k, wt.data(), k, 0.0f, z1.data(),
+                  units);
+          Vec dx0(static_cast<size_t>(m * k)), dx1 = dx0;
+          be.gemm(false, true, m, k, units, 1.0f, dz.data(), units, w.data(), units, 0.0f,
+                  dx0.data(), k);
+          be.gemm(false, false, m, k, units, 1.0f, dz.data(), units, wt.data(), k, 0.0f, dx1.data(),
+                  k);
+          const std::string what = std::to_string(m) + "x" + std::to_string(units) + "x" +
+                                   std::to_string(k) + ", " + std::to_string(threads) + " threads";
+          ASSERT_EQ(0, std::memcmp(z0.data(), z1.data(), z0.size() * sizeof(float))) << what;
+          ASSERT_EQ(0, std::memcmp(dx0.data(), dx1.data(), dx0.size() * sizeof(float))) << what;
+        }
+  }
+}
+
 }  // namespace
 }  // namespace mr

@@ -150,6 +150,7 @@ class CpuBackend : public Backend {
   void gemm_lowp(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,
                  int64_t ldc) override;
+  bool keeps_transposed_narrow_weights(int64_t units) const override;
   bool native_lowp(DType t) const override;
   void prepare_lowp(DType t) override;
 

@@ -521,8 +521,8 @@ void tn_kernel(int64_t i0, int64_t i1, int64_t n, int64_t k, float alpha, const 
       MR_TN_CASE(7)
       MR_TN_CASE(8)
       MR_TN_CASE(9)
-      MR_TN_CASE(10) MR_TN_CASE(11) default
-          : tn_columns<12>(i0, i1, j0, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      MR_TN_CASE(10)
+      MR_TN_CASE(11) default : tn_columns<12>(i0, i1, j0, k, alpha, a, lda, b, ldb, beta, c, ldc);
       break;
     }
 #undef MR_TN_CASE
@@ -672,12 +672,23 @@ void narrow_gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_
   }
 }
 
+void narrow_transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                      int64_t ldd) {
+  transpose_narrow(src, lds, rows, cols, dst, ldd);
+}
+
 #else  // no AVX-512 in this build: the general GEMM runs every shape.
 
 bool narrow_gemm_handles(bool, bool, int64_t, int64_t, int64_t) { return false; }
 
 void narrow_gemm(ThreadTeam*, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
                  const float*, int64_t, float, float*, int64_t) {}
+
+void narrow_transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                      int64_t ldd) {
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t p = 0; p < rows; ++p) dst[j * ldd + p] = src[p * lds + j];
+}
 
 #endif
 

@@ -30,4 +30,11 @@ void narrow_gemm(ThreadTeam* team, bool trans_a, bool trans_b, int64_t m, int64_
                  float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                  float* c, int64_t ldc);
 
+// dst[j * ldd + p] = src[p * lds + j] for p < rows, j < cols, where
+// 1 <= cols <= 16: a tall block with a narrow row (a Dense kernel of <= 16
+// units) transposed in registers. Only where narrow_gemm_handles can be true
+// (the AVX-512 build); callers check narrow_gemm_handles first.
+void narrow_transpose(const float* src, int64_t lds, int64_t rows, int64_t cols, float* dst,
+                      int64_t ldd);
+
 }  // namespace mr::cpu

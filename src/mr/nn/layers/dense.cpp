@@ -44,10 +44,13 @@ class Dense final : public Layer {
     if (dtype_policy().compute == ComputeDtype::f32) return z;
     return z + (per * (in[0].last() + units_) + 1) / 2;
   }
-  // The kernel's 16-bit copy, made by forward and read by backward.
+  // Made by forward and read by backward: the kernel's 16-bit copy under a
+  // mixed policy, or (units <= kNarrowUnits, f32 products) its transpose
+  // where the backend keeps narrow weights transposed. One pass uses one.
   int64_t work_floats(const std::vector<Shape>& in) const override {
-    if (dtype_policy().compute == ComputeDtype::f32) return 0;
-    return (in[0].last() * units_ + 1) / 2;
+    const int64_t kw = in[0].last() * units_;
+    const int64_t lowp_floats = dtype_policy().compute == ComputeDtype::f32 ? 0 : (kw + 1) / 2;
+    return units_ <= kNarrowUnits ? std::max(lowp_floats, kw) : lowp_floats;
   }
   void prepare(Backend& be, const std::vector<Shape>& /*in*/, int64_t /*max_rows*/) const override {
     if (dtype_policy().compute != ComputeDtype::f32) be.prepare_lowp(lowp_type());
@@ -64,6 +67,10 @@ class Dense final : public Layer {
       a.be.cast_lowp(lowp_type(), m * k, a.in[0], b.x);
       a.be.gemm_lowp(lowp_type(), false, false, m, units_, k, 1.0f, b.x, k, b.w, units_, 0.0f, z,
                      units_);
+    } else if (transposed(a.be)) {
+      // W^T in work, kept for backward; z = x (W^T)^T.
+      a.be.strided_copy(transpose_of_kernel(k), a.params[0], a.work);
+      a.be.gemm(false, true, m, units_, k, 1.0f, a.in[0], k, a.work, k, 0.0f, z, units_);
     } else {
       a.be.gemm(false, false, m, units_, k, 1.0f, a.in[0], k, a.params[0], units_, 0.0f, z, units_);
     }
@@ -97,7 +104,10 @@ class Dense final : public Layer {
     }
     a.be.gemm(true, false, k, units_, m, 1.0f, a.in[0], k, dz, units_, 0.0f, a.grads[0], units_);
     if (use_bias_) a.be.bias_grad(m, units_, dz, a.grads[1], false);
-    if (a.d_in[0] != nullptr)
+    if (a.d_in[0] == nullptr) return;
+    if (transposed(a.be))  // forward's W^T: dx = dz (W^T)
+      a.be.gemm(false, false, m, k, units_, 1.0f, dz, units_, a.work, k, 0.0f, a.d_in[0], k);
+    else
       a.be.gemm(false, true, m, k, units_, 1.0f, dz, units_, a.params[0], units_, 0.0f, a.d_in[0],
                 k);
   }
@@ -136,6 +146,25 @@ class Dense final : public Layer {
     float* base = aux + (act_ == Activation::linear ? 0 : m * units_);
     auto* h = reinterpret_cast<uint16_t*>(base);
     return Lowp{h, h + m * k, work};
+  }
+
+  // ---- a narrow kernel kept transposed (Backend::keeps_transposed_narrow_weights)
+  static constexpr int64_t kNarrowUnits = 16;
+  // Whether this f32 pass keeps W^T in work (forward makes it).
+  bool transposed(const Backend& be) const {
+    return units_ <= kNarrowUnits && be.keeps_transposed_narrow_weights(units_);
+  }
+  // W[k, units] -> work[units, k]: dst[j, p] = W[p, j].
+  StridedCopy transpose_of_kernel(int64_t k) const {
+    StridedCopy c;
+    c.rank = 2;
+    c.dims[0] = units_;
+    c.dims[1] = k;
+    c.src_stride[0] = 1;
+    c.src_stride[1] = units_;
+    c.dst_stride[0] = k;
+    c.dst_stride[1] = 1;
+    return c;
   }
 
   std::string name_, who_;
