@@ -16,10 +16,11 @@
 //   k-loop unrolled for k <= 16):              140-149 / 137-148 / 126-135
 // (the last two rows: bench_gemm and interleaved A/B runs of the kernel
 // alone, best of 30 rounds; the machine's figures drift by ~5% between
-// runs). dX3 (k = 10: ten FMAs for each element of a 64 KB C) stays at 55-60%
-// of the ceiling; the transpose of W3's 256x10 block puts ~1000 shuffles on
-// the port the second FMA pipe uses, but with no hardware counters in this
-// VM the rest of the gap is not attributed.
+// runs). dX3 as NT stayed at 55-62% of the ceiling: the transpose of W3's
+// 256x10 block in every call puts ~1000 shuffles on the port the second FMA
+// pipe uses. Dense now keeps W3^T for the step where the narrow kernels run
+// (Backend::keeps_transposed_narrow_weights), so the step issues H W3 as NT
+// and dX3 as NN (64-69%), from one 0.28 us copy (narrow_transpose).
 // The kernels, each keeping all 16 lanes busy:
 //   n <= 10, op(A) = A (NN, NT): column pairs: lanes 8c+q of one accumulator
 //     hold row i's partial sums over p = q (mod 8) for column 2g+c; A[i, p ..
