@@ -1,5 +1,7 @@
 #include "core/thread_team.h"
 
+#include <chrono>
+
 #include "core/error.h"
 #include "core/fp_mode.h"
 
@@ -13,11 +15,32 @@
 namespace mr {
 
 namespace {
-// Spin this many pause iterations before sleeping. The ops of a training step
-// come every ~10-100 us, so a short spin hands the next op to a member without
-// a futex wake-up, while an idle team (between fit() calls) sleeps on the
-// condition variable and burns no core.
-constexpr int kSpinIterations = 2000;
+// How long a member (for the next job) and the caller (for the members'
+// shares) spin before sleeping on a condition variable. The ops of a step
+// come every ~10-100 us with longer gaps around the loss, the update and the
+// next batch; a member that sleeps there is woken through a futex and, on a
+// VM, a halted vCPU, which costs more than the op it is woken for. Measured on
+// an Intel Xeon Sapphire Rapids VM (2 cores; `build/bench_mlp_cpu 2 1500
+// 200`, the vignette's MLP, 4 alternating runs): a 20 us spin (2000 pauses)
+// gave 554-577 us/step and first steps up to 1.5 ms, a ~500 us spin 495-521
+// us/step. An idle team (between fit() calls) still sleeps and burns no core.
+// Timed rather than counted: a pause takes 10 ns on that machine and up to
+// ~50 ns on others.
+constexpr auto kSpinWindow = std::chrono::microseconds(500);
+
+// Spins until done() holds (true) or kSpinWindow has passed (done()'s last
+// answer); the clock is read once every 64 pauses.
+template <class Done>
+bool spin_until(Done&& done) {
+  const auto end = std::chrono::steady_clock::now() + kSpinWindow;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (done()) return true;
+      MR_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() >= end) return done();
+  }
+}
 }  // namespace
 
 ThreadTeam::ThreadTeam(int threads) : size_(threads) {
@@ -52,12 +75,11 @@ void ThreadTeam::worker(int member) {
   FlushToZeroGuard ftz;  // for the thread's lifetime
   uint64_t seen = 0;
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
-    for (int i = 0; i < kSpinIterations && gen == seen && !stop_.load(std::memory_order_relaxed);
-         ++i) {
-      MR_CPU_RELAX();
+    uint64_t gen = seen;
+    spin_until([&] {
       gen = generation_.load(std::memory_order_acquire);
-    }
+      return gen != seen || stop_.load(std::memory_order_relaxed);
+    });
     if (gen == seen) {
       std::unique_lock<std::mutex> lk(mu_);
       // Announced before the predicate is checked (both seq_cst): either
@@ -105,14 +127,7 @@ void ThreadTeam::run(const std::function<void(int member, int size)>& fn) {
   } catch (...) {
     record_error(std::current_exception());
   }
-  bool finished = false;
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (pending_.load(std::memory_order_acquire) == 0) {
-      finished = true;
-      break;
-    }
-    MR_CPU_RELAX();
-  }
+  const bool finished = spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lk(mu_);
