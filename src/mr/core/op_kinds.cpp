@@ -221,4 +221,12 @@ StridedCopy sum_to_operand(const Broadcast& g, int operand) {
   return c;
 }
 
+bool operand_spans_out(const Broadcast& g, int operand) {
+  MR_CHECK(operand >= 0 && operand < g.operands, value, "operand_spans_out: operand ", operand,
+           " of a broadcast of ", g.operands);
+  for (int j = 0; j < g.rank; ++j)
+    if (g.stride[operand][j] == 0) return false;
+  return true;
+}
+
 }  // namespace mr

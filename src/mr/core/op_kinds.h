@@ -109,4 +109,19 @@ Broadcast make_broadcast(const std::vector<Shape>& operands);
 // binary / where VJP partial to its operand.
 StridedCopy sum_to_operand(const Broadcast& g, int operand);
 
+// Whether operand k is broadcast along no axis of g (its elements are the
+// out's, in the out's order): its binary_backward / where_backward partial
+// is then already its gradient and the sum_to_operand copy (a plain copy)
+// can be skipped, or the partial written straight into the gradient.
+bool operand_spans_out(const Broadcast& g, int operand);
+
+// How a graph uses these ops for out = a op b with a, b of shapes sa, sb:
+//   g = make_broadcast({sa, sb});  (at compile time; shape errors there)
+//   forward:  binary(op, g, a, b, out)
+//   backward: binary_backward(op, g, a, b, dout, pa, pb) into out-shaped
+//             scratch pa, pb (sized at compile time), then for each operand
+//             k that is not operand_spans_out(g, k):
+//             strided_copy(sum_to_operand(g, k), p_k, grad_k)
+// and likewise for where(cond, a, b) with make_broadcast({sc, sa, sb}).
+
 }  // namespace mr

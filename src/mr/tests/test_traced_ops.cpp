@@ -121,6 +121,10 @@ TEST(TracedBroadcast, StretchesOnesAndMergesAxes) {
   EXPECT_EQ(h.stride[0][0], 4);
   EXPECT_EQ(h.stride[1][0], 0);
   EXPECT_EQ(broadcast_shape({Shape{0, 3}, Shape{1, 3}}), (Shape{0, 3}));
+  EXPECT_TRUE(operand_spans_out(h, 0));
+  EXPECT_FALSE(operand_spans_out(h, 1));
+  EXPECT_FALSE(operand_spans_out(g, 0));
+  EXPECT_TRUE(operand_spans_out(make_broadcast({Shape{1, 6}, Shape{6}}), 0));
 }
 
 TEST(TracedBroadcast, MismatchesAreShapeErrorsNamingBothShapes) {
@@ -172,6 +176,10 @@ TEST(TracedUnary, EdgeValuesAreTensorFlows) {
   EXPECT_FALSE(std::signbit(s[1]));
   EXPECT_EQ(run_unary(*be, UnaryOp::log1p, {-1.0f})[0], -kInf);
   EXPECT_TRUE(std::isnan(run_unary(*be, UnaryOp::relu, {kNaN})[0]));
+  // gelu_erf keeps the far negative tail as TF's erfc form does:
+  // gelu(-10) = -7.6e-23, where 0.5 x (1 + erf(x / sqrt(2))) rounds to 0.
+  const float tail = run_unary(*be, UnaryOp::gelu_erf, {-10.0f})[0];
+  EXPECT_NEAR(tail / testref::unary(UnaryOp::gelu_erf, -10.0), 1.0, 1e-5) << tail;
 }
 
 TEST(TracedUnary, GradientsMatchFiniteDifferences) {

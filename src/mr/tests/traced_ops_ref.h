@@ -44,7 +44,7 @@ inline double unary(UnaryOp op, double x) {
     case UnaryOp::gelu_tanh:
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / kPi) * (x + 0.044715 * x * x * x)));
     case UnaryOp::gelu_erf:
-      return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+      return 0.5 * x * std::erfc(-x / std::sqrt(2.0));  // tf.nn.gelu(approximate = FALSE)
     case UnaryOp::silu:
       return x / (1.0 + std::exp(-x));
   }

@@ -15,8 +15,10 @@
 //   and at a NaN operand b; TF's _MaximumMinimumGrad); minimum: a <= b.
 // - comparisons: no gradient (zeros).
 // - gelu_tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (tf.nn.gelu,
-//   approximate = TRUE); gelu_erf: 0.5 x (1 + erf(x / sqrt(2)))
-//   (kmath::gelu); silu: x sigmoid(x) (kmath::sigmoid).
+//   approximate = TRUE); gelu_erf: 0.5 x erfc(-x / sqrt(2)) (tf.nn.gelu,
+//   approximate = FALSE: erfc keeps the far negative tail, where
+//   kmath::gelu's 1 + erf(x / sqrt(2)) rounds to 0); silu: x sigmoid(x)
+//   (kmath::sigmoid).
 #pragma once
 
 #include <math.h>
@@ -36,6 +38,13 @@ constexpr float kGeluTanhScale = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluTanhCubic = 0.044715f;
 
 MR_HD float sign_of(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == x ? 0.0f : x)); }
+
+// 0.5 x erfc(-x / sqrt(2)) and its derivative Phi(x) + x phi(x), the cdf
+// Phi also through erfc.
+MR_HD float gelu_erf(float x) { return 0.5f * x * erfcf(-x * kmath::kInvSqrt2); }
+MR_HD float gelu_erf_grad(float x) {
+  return 0.5f * erfcf(-x * kmath::kInvSqrt2) + x * (kmath::kInvSqrt2Pi * expf(-0.5f * x * x));
+}
 
 MR_HD float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
@@ -74,7 +83,7 @@ MR_HD float unary_value(UnaryOp op, float x) {
     case UnaryOp::gelu_tanh:
       return gelu_tanh(x);
     case UnaryOp::gelu_erf:
-      return kmath::gelu(x);
+      return gelu_erf(x);
     case UnaryOp::silu:
       return x * kmath::sigmoid(x);
   }
@@ -109,7 +118,7 @@ MR_HD float unary_grad(UnaryOp op, float x, float y, float dy) {
     case UnaryOp::gelu_tanh:
       return dy * gelu_tanh_grad(x);
     case UnaryOp::gelu_erf:
-      return dy * kmath::gelu_grad(x);
+      return dy * gelu_erf_grad(x);
     case UnaryOp::silu: {
       const float sg = kmath::sigmoid(x);  // kmath::act_grad's silu
       return dy * (sg * (1.0f + x * (1.0f - sg)));
