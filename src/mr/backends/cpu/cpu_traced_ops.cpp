@@ -178,6 +178,11 @@ void CpuBackend::binary_backward(BinaryOp op, const Broadcast& g, const float* a
     for_broadcast(team_, g, 2, [&](int64_t i, int64_t len, const int64_t* off, const int64_t* st) {
       const float* pa = a + off[0];
       const float* pb = b + off[1];
+      if (st[0] == 1 && st[1] == 1 && ga != nullptr && gb != nullptr) {  // the common flat case
+        for (int64_t t = 0; t < len; ++t)
+          opmath::binary_grad(kOp, pa[t], pb[t], dout[i + t], ga + i + t, gb + i + t);
+        return;
+      }
       for (int64_t t = 0; t < len; ++t) {
         float da = 0.0f, db = 0.0f;
         opmath::binary_grad(kOp, pa[t * st[0]], pb[t * st[1]], dout[i + t], &da, &db);
@@ -219,6 +224,13 @@ void CpuBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inne
   // result is that of one loop per output), the i loop innermost and
   // unit-stride.
   const int64_t per = extent > 0 ? extent : 1;
+  if (inner ==
+      1) {  // one contiguous run per output: reduce_one keeps its accumulator in a register
+    cpu::for_range(team_, n, cpu::kElementwiseGrain / per + 1, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) y[o] = opmath::reduce_one(op, extent, 1, x + o * extent);
+    });
+    return;
+  }
   cpu::for_range(team_, n, cpu::kElementwiseGrain / per + 1, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e;) {
       const int64_t o = j / inner, i0 = j % inner;
