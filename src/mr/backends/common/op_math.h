@@ -249,14 +249,21 @@ MR_HD void softmax_one(SoftmaxOp op, int64_t extent, int64_t inner, const float*
   // all -Inf axis gives -Inf, a +Inf gives +Inf); softmax keeps the shift.
   if (op == SoftmaxOp::logsumexp && !isfinite(m)) m = 0.0f;
   double s = 0.0;
+  if (op == SoftmaxOp::softmax) {
+    // One exponential per element: exp(x - m) (<= 1) is kept in y, rounded
+    // to float, and divided by the sum (in double) in a second pass.
+    for (int64_t e = 0; e < extent; ++e) {
+      const double v = exp(static_cast<double>(x[e * inner]) - m);
+      s += v;
+      y[e * inner] = static_cast<float>(v);
+    }
+    for (int64_t e = 0; e < extent; ++e)
+      y[e * inner] = static_cast<float>(static_cast<double>(y[e * inner]) / s);
+    return;
+  }
   for (int64_t e = 0; e < extent; ++e) s += exp(static_cast<double>(x[e * inner]) - m);
   if (op == SoftmaxOp::logsumexp) {
     *y = static_cast<float>(log(s) + m);
-    return;
-  }
-  if (op == SoftmaxOp::softmax) {
-    for (int64_t e = 0; e < extent; ++e)
-      y[e * inner] = static_cast<float>(exp(static_cast<double>(x[e * inner]) - m) / s);
     return;
   }
   const double ls = log(s);
