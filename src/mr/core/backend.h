@@ -626,6 +626,15 @@ class Backend {
   // thread count and on either backend), allocates nothing, and does nothing
   // for an empty range. Gradients follow TensorFlow's (Keras 3 on TF); NaN
   // and Inf follow IEEE arithmetic unless a rule says otherwise.
+  // Subnormals: the CPU runs with flush-to-zero / denormals-are-zero, nvcc
+  // compiles without -ftz, so on subnormal inputs the backends can differ
+  // (sign(1e-40) can be 0 on the CPU and 1 on CUDA, equal(1e-40, 0) 1 on
+  // the CPU and 0 on CUDA); on normal floats they agree.
+  // Cost on CUDA: reduce, softmax_axis and their backwards run one thread
+  // per (o, i) output looping over the axis, which is fast for many outputs
+  // and slow for few outputs over a long axis (a warp per output row is
+  // future work); the softmax family computes exp / log in double, which
+  // runs at the FP64 rate (1/32 or 1/64 of FP32 on non-datacenter GPUs).
   //
   // y[i] = f(x[i]), i < n (formulas and edge values: op_math.h). y may alias x.
   virtual void unary(UnaryOp op, int64_t n, const float* x, float* y) = 0;
@@ -655,7 +664,9 @@ class Backend {
   virtual void where_backward(const Broadcast& g, const float* cond, const float* dout, float* ga,
                               float* gb) = 0;
   // x viewed as outer x extent x inner (row-major): y[o, i] = op over e of
-  // x[o, e, i]. sum: added in float in increasing e from 0 (extent == 0: 0);
+  // x[o, e, i]. sum: accumulated in double in increasing e from 0 and
+  // rounded to float once at the end (extent == 0: 0), bit-equal on CPU and
+  // CUDA and on any thread count;
   // max / min: NaN when any element is NaN (tf.reduce_max), +-Inf
   // (extent == 0: -Inf for max, +Inf for min). y must not alias x.
   virtual void reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
@@ -670,9 +681,10 @@ class Backend {
   // Along the middle axis of outer x extent x inner: softmax and log_softmax
   // write outer x extent x inner, logsumexp writes outer x inner. The shift
   // is the maximum over e (softmax, log_softmax: an infinite maximum makes
-  // the whole axis NaN, as TF's log_softmax; TF's softmax keeps 0 for the
-  // finite entries there; logsumexp: a non-finite maximum shifts by 0, as
-  // tf.reduce_logsumexp); the sum of exponentials in double in increasing e.
+  // the whole axis NaN, as TF's softmax and log_softmax do: exp(Inf - Inf) is
+  // NaN and the NaN sum reaches every entry; logsumexp: a non-finite maximum
+  // shifts by 0, as tf.reduce_logsumexp); the sum of exponentials in double
+  // in increasing e.
   // y must not alias x. extent == 0: nothing for softmax and log_softmax,
   // -Inf for logsumexp.
   virtual void softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
@@ -680,7 +692,8 @@ class Backend {
   // dx from the forward's x and y and the output gradient dy (dy and y have
   // the forward output's shape): softmax dx = y (dy - sum_e dy y);
   // log_softmax dx = dy - exp(y) sum_e dy; logsumexp dx = dy exp(x - y).
-  // Sums in double in increasing e. dx may alias dy for softmax and
+  // Sums in double in increasing e. Only logsumexp reads x: softmax and
+  // log_softmax may be passed x = null. dx may alias dy for softmax and
   // log_softmax.
   virtual void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                      const float* x, const float* y, const float* dy,

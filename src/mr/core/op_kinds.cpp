@@ -97,7 +97,39 @@ const char* op_name(SoftmaxOp op) {
   return "unknown softmax op";
 }
 
+// The comparisons are BinaryOp's last enumerators (op_kinds.h).
 bool is_comparison(BinaryOp op) { return op >= BinaryOp::equal; }
+
+namespace {
+void check_op_index(int v, int count, const char* kind, const char* fn) {
+  MR_CHECK(v >= 0 && v < count, internal, fn, ": ", kind, " ", v, " is not one of the ", count,
+           " kinds");
+}
+}  // namespace
+
+void check_op(UnaryOp op, const char* fn) {
+  check_op_index(static_cast<int>(op), kUnaryOpCount, "UnaryOp", fn);
+}
+void check_op(BinaryOp op, const char* fn) {
+  check_op_index(static_cast<int>(op), kBinaryOpCount, "BinaryOp", fn);
+}
+void check_op(ReduceOp op, const char* fn) {
+  check_op_index(static_cast<int>(op), kReduceOpCount, "ReduceOp", fn);
+}
+void check_op(SoftmaxOp op, const char* fn) {
+  check_op_index(static_cast<int>(op), kSoftmaxOpCount, "SoftmaxOp", fn);
+}
+
+void check_axis_view(int64_t outer, int64_t extent, int64_t inner, const char* fn) {
+  MR_CHECK(outer >= 0 && extent >= 0 && inner >= 0, internal, fn, ": a view of ", outer, " x ",
+           extent, " x ", inner, " (expected outer, extent, inner >= 0)");
+}
+
+void check_broadcast(const Broadcast& g, int operands, const char* fn) {
+  MR_CHECK(g.operands == operands && g.rank >= 0 && g.rank <= kMaxStridedRank, internal, fn,
+           ": a broadcast of ", g.operands, " operands and rank ", g.rank, " (expected ", operands,
+           " operands, rank <= ", kMaxStridedRank, ")");
+}
 
 namespace {
 

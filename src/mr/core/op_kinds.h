@@ -66,13 +66,36 @@ constexpr int kReduceOpCount = 3;
 enum class SoftmaxOp { softmax, log_softmax, logsumexp };
 constexpr int kSoftmaxOpCount = 3;
 
+// The counts name the last enumerator + 1: a kind added at the end must move
+// them (these asserts fail otherwise), and the backends' range checks use them.
+static_assert(static_cast<int>(UnaryOp::silu) + 1 == kUnaryOpCount, "kUnaryOpCount");
+static_assert(static_cast<int>(BinaryOp::greater_equal) + 1 == kBinaryOpCount, "kBinaryOpCount");
+static_assert(static_cast<int>(ReduceOp::min) + 1 == kReduceOpCount, "kReduceOpCount");
+static_assert(static_cast<int>(SoftmaxOp::logsumexp) + 1 == kSoftmaxOpCount, "kSoftmaxOpCount");
+
 // Keras' names ("negative", "gelu_tanh", "greater_equal", "max", ...), for
 // error messages and test names.
 const char* op_name(UnaryOp op);
 const char* op_name(BinaryOp op);
 const char* op_name(ReduceOp op);
 const char* op_name(SoftmaxOp op);
+// True for equal .. greater_equal. Relies on the enum order: the
+// comparisons are the last enumerators of BinaryOp, from `equal` on.
 bool is_comparison(BinaryOp op);
+
+// mr::Error (internal) naming `fn` unless op is one of its kind's
+// enumerators (a value cast from an int out of range would otherwise reach a
+// kernel's switch). The backends call these on the host before any launch.
+void check_op(UnaryOp op, const char* fn);
+void check_op(BinaryOp op, const char* fn);
+void check_op(ReduceOp op, const char* fn);
+void check_op(SoftmaxOp op, const char* fn);
+// mr::Error (internal) naming `fn` unless outer, extent, inner are all >= 0
+// (an outer x extent x inner view of Backend::reduce / softmax_axis).
+void check_axis_view(int64_t outer, int64_t extent, int64_t inner, const char* fn);
+// mr::Error (internal) naming `fn` unless g has `operands` operands and a
+// rank within 0..kMaxStridedRank (binary: 2, where: 3).
+void check_broadcast(const Broadcast& g, int operands, const char* fn);
 
 // The index box of a broadcasting op over up to three operands (binary: a, b;
 // where: cond, a, b). Out is row-major over dims[0..rank); element e of it

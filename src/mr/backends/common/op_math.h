@@ -17,8 +17,13 @@
 // - gelu_tanh: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))) (tf.nn.gelu,
 //   approximate = TRUE); gelu_erf: 0.5 x erfc(-x / sqrt(2)) (tf.nn.gelu,
 //   approximate = FALSE: erfc keeps the far negative tail, where
-//   kmath::gelu's 1 + erf(x / sqrt(2)) rounds to 0); silu: x sigmoid(x)
-//   (kmath::sigmoid).
+//   1 + erf(x / sqrt(2)) would round to 0; it is kmath::gelu, the gelu
+//   activation's formula); silu: x sigmoid(x) (kmath::sigmoid).
+// Backend differences (core/backend.h, "i15"): the CPU team runs with
+// FTZ / DAZ and nvcc compiles without -ftz, so subnormal inputs can give
+// different results (sign, comparisons); the softmax family does exp / log
+// in double, at the FP64 rate on the GPU (slow on non-datacenter GPUs); on
+// CUDA the reductions and the softmax family run one thread per output.
 #pragma once
 
 #include <math.h>
@@ -39,12 +44,10 @@ constexpr float kGeluTanhCubic = 0.044715f;
 
 MR_HD float sign_of(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : (x == x ? 0.0f : x)); }
 
-// 0.5 x erfc(-x / sqrt(2)) and its derivative Phi(x) + x phi(x), the cdf
-// Phi also through erfc.
-MR_HD float gelu_erf(float x) { return 0.5f * x * erfcf(-x * kmath::kInvSqrt2); }
-MR_HD float gelu_erf_grad(float x) {
-  return 0.5f * erfcf(-x * kmath::kInvSqrt2) + x * (kmath::kInvSqrt2Pi * expf(-0.5f * x * x));
-}
+// 0.5 x erfc(-x / sqrt(2)) and its derivative Phi(x) + x phi(x): the gelu
+// activation's formula (kmath::gelu, TF's erfc form), one for the repo.
+MR_HD float gelu_erf(float x) { return kmath::gelu(x); }
+MR_HD float gelu_erf_grad(float x) { return kmath::gelu_grad(x); }
 
 MR_HD float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + tanhf(kGeluTanhScale * (x + kGeluTanhCubic * x * x * x)));
@@ -90,7 +93,13 @@ MR_HD float unary_value(UnaryOp op, float x) {
   return x;
 }
 
-// dy * f'(x), with y = f(x) (read only by sigmoid, tanh, exp and sqrt).
+// Whether unary_grad reads y = f(x) (its derivative is written through y):
+// the backends require y for these and may pass a null y otherwise.
+MR_HD bool unary_reads_y(UnaryOp op) {
+  return op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::exp || op == UnaryOp::sqrt;
+}
+
+// dy * f'(x), with y = f(x) (read only where unary_reads_y).
 MR_HD float unary_grad(UnaryOp op, float x, float y, float dy) {
   switch (op) {
     case UnaryOp::negative:
@@ -110,19 +119,21 @@ MR_HD float unary_grad(UnaryOp op, float x, float y, float dy) {
     case UnaryOp::log1p:
       return dy * (1.0f / (1.0f + x));
     case UnaryOp::relu:
+      // A select, as the repo's relu activation backward (cpu_activation.cpp,
+      // cuda_activation.cu: y > 0 ? dy : 0): a NaN dy where x <= 0 gives 0.
+      // TF's ReluGrad, dy * (x > 0), would give NaN there; kept the repo's
+      // so that op_relu and layer activation "relu" agree.
       return x > 0.0f ? dy : 0.0f;
     case UnaryOp::sigmoid:
-      return dy * (y * (1.0f - y));
+      return dy * kmath::sigmoid_grad_y(y);
     case UnaryOp::tanh:
-      return dy * (1.0f - y * y);
+      return dy * kmath::tanh_grad_y(y);
     case UnaryOp::gelu_tanh:
       return dy * gelu_tanh_grad(x);
     case UnaryOp::gelu_erf:
       return dy * gelu_erf_grad(x);
-    case UnaryOp::silu: {
-      const float sg = kmath::sigmoid(x);  // kmath::act_grad's silu
-      return dy * (sg * (1.0f + x * (1.0f - sg)));
-    }
+    case UnaryOp::silu:
+      return dy * kmath::silu_grad(x);
   }
   return dy;
 }
@@ -197,14 +208,27 @@ MR_HD void binary_grad(BinaryOp op, float a, float b, float dout, float* ga, flo
   }
 }
 
-// Offsets of out element e (row-major over g.dims) in each operand.
+// Offsets of out element e (0 <= e < g.size, row-major over g.dims) in each
+// operand. Axis 0 takes what is left of e without a division (e < dims[0]
+// there), so rank 0 and rank 1 (same shapes, a scalar with a tensor) do no
+// 64-bit division at all.
 MR_HD void broadcast_offsets(const Broadcast& g, int64_t e, int64_t* off) {
   for (int k = 0; k < kMaxBroadcastOperands; ++k) off[k] = 0;
-  for (int j = g.rank - 1; j >= 0; --j) {
-    const int64_t i = e % g.dims[j];
-    e /= g.dims[j];
+  if (g.rank <= 0) return;
+  for (int j = g.rank - 1; j > 0; --j) {
+    const int64_t q = e / g.dims[j];
+    const int64_t i = e - q * g.dims[j];
+    e = q;
     for (int k = 0; k < g.operands; ++k) off[k] += i * g.stride[k][j];
   }
+  for (int k = 0; k < g.operands; ++k) off[k] += e * g.stride[k][0];
+}
+
+// The offset of x[o, 0, i] in an outer x extent x inner view for output
+// j = o * inner + i (inner > 0): where reduce / softmax of output j start.
+MR_HD int64_t axis_base(int64_t j, int64_t extent, int64_t inner) {
+  const int64_t o = j / inner;
+  return o * extent * inner + (j - o * inner);
 }
 
 // ---- reductions over the middle axis of outer x extent x inner ------------------
@@ -217,7 +241,16 @@ MR_HD float reduce_step(ReduceOp op, float acc, float x) {
              : (op == ReduceOp::max ? nanmath::max_nan(acc, x) : nanmath::min_nan(acc, x));
 }
 // y[o, i] of the (o, i) whose first element is x (elements at stride `inner`).
+// sum: accumulated in double in increasing e and rounded to float once at
+// the end (a float accumulator stalls: 2^25 ones would sum to 2^24); double
+// additions in one fixed order are IEEE-exact on both backends, so CPU and
+// CUDA agree bit for bit. max / min: float, NaN-propagating.
 MR_HD float reduce_one(ReduceOp op, int64_t extent, int64_t inner, const float* x) {
+  if (op == ReduceOp::sum) {
+    double s = 0.0;
+    for (int64_t e = 0; e < extent; ++e) s += static_cast<double>(x[e * inner]);
+    return static_cast<float>(s);
+  }
   float acc = reduce_identity(op);
   for (int64_t e = 0; e < extent; ++e) acc = reduce_step(op, acc, x[e * inner]);
   return acc;

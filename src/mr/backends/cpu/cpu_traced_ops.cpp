@@ -90,12 +90,6 @@ void with_binary(BinaryOp op, F&& f) {
   fail(ErrorKind::internal, "binary: unknown op ", static_cast<int>(op));
 }
 
-void check_broadcast(const Broadcast& g, int operands, const char* op) {
-  MR_CHECK(g.operands == operands && g.rank >= 0 && g.rank <= kMaxStridedRank, internal, op,
-           ": a broadcast of ", g.operands, " operands and rank ", g.rank, " (expected ", operands,
-           " operands, rank <= ", kMaxStridedRank, ")");
-}
-
 // Splits the out elements of g over the team; run(e, len, off, step) handles
 // out elements [e, e + len), all on g's last axis: operand k's element t of
 // the run is at off[k] + t * step[k]. Runs are whole last-axis rows or parts
@@ -121,6 +115,7 @@ void for_broadcast(ThreadTeam& team, const Broadcast& g, int64_t cost, Run&& run
 }  // namespace
 
 void CpuBackend::unary(UnaryOp op, int64_t n, const float* x, float* y) {
+  check_op(op, "unary");
   if (n <= 0) return;
   with_unary(op, [&](auto c) {
     cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
@@ -131,9 +126,9 @@ void CpuBackend::unary(UnaryOp op, int64_t n, const float* x, float* y) {
 
 void CpuBackend::unary_backward(UnaryOp op, int64_t n, const float* x, const float* y,
                                 const float* dy, float* dx) {
+  check_op(op, "unary_backward");
   if (n <= 0) return;
-  const bool reads_y =
-      op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::exp || op == UnaryOp::sqrt;
+  const bool reads_y = opmath::unary_reads_y(op);
   MR_CHECK(!reads_y || y != nullptr, internal, "unary_backward(", op_name(op),
            "): needs the forward output y");
   with_unary(op, [&](auto c) {
@@ -146,6 +141,7 @@ void CpuBackend::unary_backward(UnaryOp op, int64_t n, const float* x, const flo
 
 void CpuBackend::binary(BinaryOp op, const Broadcast& g, const float* a, const float* b,
                         float* out) {
+  check_op(op, "binary");
   check_broadcast(g, 2, "binary");
   with_binary(op, [&](auto c) {
     constexpr BinaryOp kOp = decltype(c)::value;
@@ -171,6 +167,7 @@ void CpuBackend::binary(BinaryOp op, const Broadcast& g, const float* a, const f
 
 void CpuBackend::binary_backward(BinaryOp op, const Broadcast& g, const float* a, const float* b,
                                  const float* dout, float* ga, float* gb) {
+  check_op(op, "binary_backward");
   check_broadcast(g, 2, "binary_backward");
   if (ga == nullptr && gb == nullptr) return;
   with_binary(op, [&](auto c) {
@@ -217,6 +214,8 @@ void CpuBackend::where_backward(const Broadcast& g, const float* cond, const flo
 
 void CpuBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
                         float* y) {
+  check_op(op, "reduce");
+  check_axis_view(outer, extent, inner, "reduce");
   const int64_t n = outer * inner;
   if (n <= 0) return;
   // Outputs [b, e) are cut at row boundaries of o; within a row every y[o, i]
@@ -236,14 +235,30 @@ void CpuBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inne
       const int64_t o = j / inner, i0 = j % inner;
       const int64_t i1 = (e - j < inner - i0) ? i0 + (e - j) : inner;
       float* yo = y + o * inner;
+      if (op == ReduceOp::sum) {
+        // Double accumulators for a tile of i (reduce_one's arithmetic in
+        // its order: bit-equal to one loop per output and to CUDA).
+        constexpr int64_t kTile = 256;
+        double acc[kTile];
+        for (int64_t t0 = i0; t0 < i1; t0 += kTile) {
+          const int64_t t1 = t0 + kTile < i1 ? t0 + kTile : i1;
+          for (int64_t i = t0; i < t1; ++i) acc[i - t0] = 0.0;
+          for (int64_t k = 0; k < extent; ++k) {
+            const float* xk = x + (o * extent + k) * inner;
+            for (int64_t i = t0; i < t1; ++i) acc[i - t0] += static_cast<double>(xk[i]);
+          }
+          for (int64_t i = t0; i < t1; ++i) yo[i] = static_cast<float>(acc[i - t0]);
+        }
+        j += i1 - i0;
+        continue;
+      }
       const float ident = opmath::reduce_identity(op);
       for (int64_t i = i0; i < i1; ++i) yo[i] = ident;
       for (int64_t k = 0; k < extent; ++k) {
         const float* xk = x + (o * extent + k) * inner;
         switch (op) {
           case ReduceOp::sum:
-            for (int64_t i = i0; i < i1; ++i) yo[i] = yo[i] + xk[i];
-            break;
+            break;  // handled above
           case ReduceOp::max:
             for (int64_t i = i0; i < i1; ++i) yo[i] = nanmath::max_nan(yo[i], xk[i]);
             break;
@@ -259,14 +274,15 @@ void CpuBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inne
 
 void CpuBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int64_t inner,
                                  const float* x, const float* y, const float* dy, float* dx) {
+  check_op(op, "reduce_backward");
+  check_axis_view(outer, extent, inner, "reduce_backward");
   const int64_t n = outer * inner;
   if (n <= 0 || extent <= 0) return;
   MR_CHECK(op == ReduceOp::sum || (x != nullptr && y != nullptr), internal, "reduce_backward(",
            op_name(op), "): needs the forward's x and y");
   cpu::for_range(team_, n, cpu::kElementwiseGrain / (2 * extent) + 1, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {
-      const int64_t o = j / inner, i = j % inner;
-      const int64_t base = o * extent * inner + i;
+      const int64_t base = opmath::axis_base(j, extent, inner);
       opmath::reduce_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
                               y == nullptr ? 0.0f : y[j], dy[j], dx + base);
     }
@@ -275,6 +291,8 @@ void CpuBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int
 
 void CpuBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                               const float* x, float* y) {
+  check_op(op, "softmax_axis");
+  check_axis_view(outer, extent, inner, "softmax_axis");
   const int64_t n = outer * inner;
   if (n <= 0) return;
   if (extent <= 0) {
@@ -283,8 +301,7 @@ void CpuBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64
   }
   cpu::for_range(team_, n, cpu::kElementwiseGrain / (4 * extent) + 1, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {
-      const int64_t o = j / inner, i = j % inner;
-      const int64_t base = o * extent * inner + i;
+      const int64_t base = opmath::axis_base(j, extent, inner);
       opmath::softmax_one(op, extent, inner, x + base,
                           op == SoftmaxOp::logsumexp ? y + j : y + base);
     }
@@ -293,15 +310,20 @@ void CpuBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64
 
 void CpuBackend::softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                        const float* x, const float* y, const float* dy, float* dx) {
+  check_op(op, "softmax_axis_backward");
+  check_axis_view(outer, extent, inner, "softmax_axis_backward");
+  // Only logsumexp reads x (dx = dy exp(x - y)); softmax and log_softmax
+  // may be passed x = null, which no kernel offsets or reads.
+  MR_CHECK(op != SoftmaxOp::logsumexp || x != nullptr, internal,
+           "softmax_axis_backward(logsumexp): needs the forward's x");
   const int64_t n = outer * inner;
   if (n <= 0 || extent <= 0) return;
   const bool lse = op == SoftmaxOp::logsumexp;
   cpu::for_range(team_, n, cpu::kElementwiseGrain / (4 * extent) + 1, [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {
-      const int64_t o = j / inner, i = j % inner;
-      const int64_t base = o * extent * inner + i;
-      opmath::softmax_grad_one(op, extent, inner, x + base, lse ? y + j : y + base,
-                               lse ? dy + j : dy + base, dx + base);
+      const int64_t base = opmath::axis_base(j, extent, inner);
+      opmath::softmax_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
+                               lse ? y + j : y + base, lse ? dy + j : dy + base, dx + base);
     }
   });
 }

@@ -81,8 +81,7 @@ __global__ void reduce_kernel(ReduceOp op, int64_t n, int64_t extent, int64_t in
                               float* y) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t o = j / inner, i = j % inner;
-    y[j] = opmath::reduce_one(op, extent, inner, x + o * extent * inner + i);
+    y[j] = opmath::reduce_one(op, extent, inner, x + opmath::axis_base(j, extent, inner));
   }
 }
 
@@ -90,8 +89,7 @@ __global__ void reduce_backward_kernel(ReduceOp op, int64_t n, int64_t extent, i
                                        const float* x, const float* y, const float* dy, float* dx) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t o = j / inner, i = j % inner;
-    const int64_t base = o * extent * inner + i;
+    const int64_t base = opmath::axis_base(j, extent, inner);
     opmath::reduce_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
                             y == nullptr ? 0.0f : y[j], dy[j], dx + base);
   }
@@ -101,8 +99,7 @@ __global__ void softmax_axis_kernel(SoftmaxOp op, int64_t n, int64_t extent, int
                                     const float* x, float* y) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t o = j / inner, i = j % inner;
-    const int64_t base = o * extent * inner + i;
+    const int64_t base = opmath::axis_base(j, extent, inner);
     opmath::softmax_one(op, extent, inner, x + base, op == SoftmaxOp::logsumexp ? y + j : y + base);
   }
 }
@@ -112,23 +109,17 @@ __global__ void softmax_axis_backward_kernel(SoftmaxOp op, int64_t n, int64_t ex
                                              float* dx) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t o = j / inner, i = j % inner;
-    const int64_t base = o * extent * inner + i;
+    const int64_t base = opmath::axis_base(j, extent, inner);
     const bool lse = op == SoftmaxOp::logsumexp;
-    opmath::softmax_grad_one(op, extent, inner, x + base, lse ? y + j : y + base,
-                             lse ? dy + j : dy + base, dx + base);
+    opmath::softmax_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
+                             lse ? y + j : y + base, lse ? dy + j : dy + base, dx + base);
   }
-}
-
-void check_broadcast(const Broadcast& g, int operands, const char* op) {
-  MR_CHECK(g.operands == operands && g.rank >= 0 && g.rank <= kMaxStridedRank, internal, op,
-           ": a broadcast of ", g.operands, " operands and rank ", g.rank, " (expected ", operands,
-           " operands, rank <= ", kMaxStridedRank, ")");
 }
 
 }  // namespace
 
 void CudaBackend::unary(UnaryOp op, int64_t n, const float* x, float* y) {
+  check_op(op, "unary");
   if (n <= 0) return;
   use_device(ordinal_);
   unary_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, x, y);
@@ -137,9 +128,9 @@ void CudaBackend::unary(UnaryOp op, int64_t n, const float* x, float* y) {
 
 void CudaBackend::unary_backward(UnaryOp op, int64_t n, const float* x, const float* y,
                                  const float* dy, float* dx) {
+  check_op(op, "unary_backward");
   if (n <= 0) return;
-  const bool reads_y =
-      op == UnaryOp::sigmoid || op == UnaryOp::tanh || op == UnaryOp::exp || op == UnaryOp::sqrt;
+  const bool reads_y = opmath::unary_reads_y(op);
   MR_CHECK(!reads_y || y != nullptr, internal, "unary_backward(", op_name(op),
            "): needs the forward output y");
   use_device(ordinal_);
@@ -150,6 +141,7 @@ void CudaBackend::unary_backward(UnaryOp op, int64_t n, const float* x, const fl
 
 void CudaBackend::binary(BinaryOp op, const Broadcast& g, const float* a, const float* b,
                          float* out) {
+  check_op(op, "binary");
   check_broadcast(g, 2, "binary");
   if (g.size <= 0) return;
   use_device(ordinal_);
@@ -159,6 +151,7 @@ void CudaBackend::binary(BinaryOp op, const Broadcast& g, const float* a, const 
 
 void CudaBackend::binary_backward(BinaryOp op, const Broadcast& g, const float* a, const float* b,
                                   const float* dout, float* ga, float* gb) {
+  check_op(op, "binary_backward");
   check_broadcast(g, 2, "binary_backward");
   if (g.size <= 0 || (ga == nullptr && gb == nullptr)) return;
   use_device(ordinal_);
@@ -188,6 +181,8 @@ void CudaBackend::where_backward(const Broadcast& g, const float* cond, const fl
 
 void CudaBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
                          float* y) {
+  check_op(op, "reduce");
+  check_axis_view(outer, extent, inner, "reduce");
   const int64_t n = outer * inner;
   if (n <= 0) return;
   use_device(ordinal_);
@@ -197,6 +192,8 @@ void CudaBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inn
 
 void CudaBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int64_t inner,
                                   const float* x, const float* y, const float* dy, float* dx) {
+  check_op(op, "reduce_backward");
+  check_axis_view(outer, extent, inner, "reduce_backward");
   const int64_t n = outer * inner;
   if (n <= 0 || extent <= 0) return;
   MR_CHECK(op == ReduceOp::sum || (x != nullptr && y != nullptr), internal, "reduce_backward(",
@@ -209,6 +206,8 @@ void CudaBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, in
 
 void CudaBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                const float* x, float* y) {
+  check_op(op, "softmax_axis");
+  check_axis_view(outer, extent, inner, "softmax_axis");
   const int64_t n = outer * inner;
   if (n <= 0) return;
   if (extent <= 0) {
@@ -224,6 +223,12 @@ void CudaBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int6
 void CudaBackend::softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                         const float* x, const float* y, const float* dy,
                                         float* dx) {
+  check_op(op, "softmax_axis_backward");
+  check_axis_view(outer, extent, inner, "softmax_axis_backward");
+  // Only logsumexp reads x (dx = dy exp(x - y)); softmax and log_softmax
+  // may be passed x = null, which no kernel offsets or reads.
+  MR_CHECK(op != SoftmaxOp::logsumexp || x != nullptr, internal,
+           "softmax_axis_backward(logsumexp): needs the forward's x");
   const int64_t n = outer * inner;
   if (n <= 0 || extent <= 0) return;
   use_device(ordinal_);
