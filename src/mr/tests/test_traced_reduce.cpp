@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "core/error.h"
 #include "core/op_kinds.h"
 #include "tests/test_util.h"
 #include "tests/traced_ops_ref.h"
@@ -96,6 +97,69 @@ TEST(TracedReduce, ForwardOverEveryAxisGroupMatchesTheReference) {
                                      ref_reduce(op, l, xd, o, i), 1e-6, 1e-6))
               << op_name(op) << " " << l.outer << "x" << l.extent << "x" << l.inner;
     }
+}
+
+// sum accumulates in double and rounds once: 2^25 ones give 2^25 (a float
+// accumulator stalls at 2^24), and a long alternating sum over a strided
+// axis (inner = 3, the tiled path) equals the double sum in e order rounded
+// to float, bit for bit.
+TEST(TracedReduce, SumAccumulatesInDoubleAndRoundsOnce) {
+  auto be = make_cpu_backend(0, 2);
+  {
+    const int64_t n = int64_t{1} << 25;
+    const Vec ones(static_cast<size_t>(n), 1.0f);
+    Vec y(1, -1.0f);
+    be->reduce(ReduceOp::sum, 1, n, 1, ones.data(), y.data());
+    EXPECT_EQ(y[0], 33554432.0f);
+  }
+  const int64_t extent = 200001, inner = 3;
+  Vec x(static_cast<size_t>(extent * inner));
+  for (int64_t e = 0; e < extent; ++e)
+    for (int64_t i = 0; i < inner; ++i)
+      x[static_cast<size_t>(e * inner + i)] =
+          static_cast<float>((e % 2 == 0 ? 1.0 : -1.0) * (1.0 + 1e-3 * static_cast<double>(e)) +
+                             0.1 * static_cast<double>(i));
+  Vec y(inner, -1.0f), yt(1, -1.0f);
+  be->reduce(ReduceOp::sum, 1, extent, inner, x.data(), y.data());
+  for (int64_t i = 0; i < inner; ++i) {
+    double s = 0.0;
+    for (int64_t e = 0; e < extent; ++e) s += x[static_cast<size_t>(e * inner + i)];
+    EXPECT_EQ(y[static_cast<size_t>(i)], static_cast<float>(s)) << "i = " << i;
+  }
+  // The same axis contiguous (inner = 1: the register path) gives the same bits.
+  Vec col(static_cast<size_t>(extent));
+  for (int64_t e = 0; e < extent; ++e)
+    col[static_cast<size_t>(e)] = x[static_cast<size_t>(e * inner)];
+  be->reduce(ReduceOp::sum, 1, extent, 1, col.data(), yt.data());
+  EXPECT_EQ(yt[0], y[0]);
+}
+
+// Host-side checks: an op value outside its enum and a negative view size
+// are internal errors before any work.
+TEST(TracedReduce, RejectsUnknownOpsAndNegativeViews) {
+  auto be = make_cpu_backend(0, 1);
+  Vec x(8, 1.0f), y(8);
+  EXPECT_THROW(be->reduce(static_cast<ReduceOp>(kReduceOpCount), 1, 2, 1, x.data(), y.data()),
+               Error);
+  EXPECT_THROW(be->reduce(ReduceOp::sum, -1, 2, -1, x.data(), y.data()), Error);
+  EXPECT_THROW(be->softmax_axis(SoftmaxOp::softmax, 1, -2, 1, x.data(), y.data()), Error);
+  EXPECT_THROW(be->softmax_axis_backward(SoftmaxOp::softmax, -1, 2, -1, x.data(), y.data(),
+                                         x.data(), y.data()),
+               Error);
+  EXPECT_THROW(be->reduce_backward(ReduceOp::sum, 1, -2, 1, x.data(), y.data(), x.data(), y.data()),
+               Error);
+  EXPECT_THROW(be->unary(static_cast<UnaryOp>(-1), 8, x.data(), y.data()), Error);
+  EXPECT_THROW(be->unary_backward(static_cast<UnaryOp>(kUnaryOpCount), 8, x.data(), y.data(),
+                                  x.data(), y.data()),
+               Error);
+  EXPECT_THROW(be->softmax_axis_backward(SoftmaxOp::logsumexp, 1, 2, 1, nullptr, y.data(), x.data(),
+                                         y.data()),
+               Error);
+  // softmax / log_softmax backward read no x: null is fine.
+  Vec s(2), g{0.5f, -0.25f}, dx(2);
+  be->softmax_axis(SoftmaxOp::softmax, 1, 2, 1, x.data(), s.data());
+  be->softmax_axis_backward(SoftmaxOp::softmax, 1, 2, 1, nullptr, s.data(), g.data(), dx.data());
+  EXPECT_FLOAT_EQ(dx[0], 0.5f * (0.5f - (0.25f - 0.125f)));
 }
 
 TEST(TracedReduce, NanAndEmptyAxesFollowTensorFlow) {
@@ -219,6 +283,30 @@ TEST(TracedSoftmax, InfinitiesFollowTensorFlow) {
   Vec e(2, 5.0f);
   be->softmax_axis(SoftmaxOp::logsumexp, 2, 0, 1, x.data(), e.data());
   EXPECT_EQ(e, Vec(2, -kInf));
+}
+
+// log_softmax with +-Inf: a -Inf entry gives -Inf and takes no share of the
+// gradient; an axis with an infinite maximum is NaN (TF's log_softmax); the
+// backward is dy - exp(y) sum dy, TF's LogSoftmaxGrad.
+TEST(TracedSoftmax, LogSoftmaxInfinitiesForwardAndBackward) {
+  auto be = make_cpu_backend(0, 1);
+  const Vec x = {0.0f, -kInf, 1.0f, /* */ -kInf, -kInf, -kInf, /* */ kInf, 0.0f, 1.0f};
+  Vec y(9);
+  be->softmax_axis(SoftmaxOp::log_softmax, 3, 3, 1, x.data(), y.data());
+  const double ls = std::log(1.0 + std::exp(-1.0));  // shift by the maximum 1
+  EXPECT_FLOAT_EQ(y[0], static_cast<float>(-1.0 - ls));
+  EXPECT_EQ(y[1], -kInf);
+  EXPECT_FLOAT_EQ(y[2], static_cast<float>(-ls));
+  for (int k = 3; k < 9; ++k) EXPECT_TRUE(std::isnan(y[k])) << k;
+  const Vec dy = {1.0f, 2.0f, 3.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+  Vec dx(9);
+  be->softmax_axis_backward(SoftmaxOp::log_softmax, 3, 3, 1, nullptr, y.data(), dy.data(),
+                            dx.data());
+  const double p0 = std::exp(-1.0 - ls), p2 = std::exp(-ls);
+  EXPECT_FLOAT_EQ(dx[0], static_cast<float>(1.0 - 6.0 * p0));
+  EXPECT_EQ(dx[1], 2.0f);  // exp(-Inf) = 0: dy passes unchanged
+  EXPECT_FLOAT_EQ(dx[2], static_cast<float>(3.0 - 6.0 * p2));
+  for (int k = 3; k < 9; ++k) EXPECT_TRUE(std::isnan(dx[k])) << k;
 }
 
 TEST(TracedSoftmax, BackwardMatchesFiniteDifferences) {
