@@ -244,7 +244,8 @@ struct Case {
 const Case kCases[] = {{Shape{2, 3, 4}, Shape{2, 3, 4}}, {Shape{}, Shape{3, 4}},
                        {Shape{3, 4}, Shape{}},           {Shape{3, 1, 4}, Shape{5, 1}},
                        {Shape{2, 3, 4}, Shape{4}},       {Shape{4}, Shape{2, 3, 4}},
-                       {Shape{2, 1, 3}, Shape{1, 4, 1}}};
+                       {Shape{2, 1, 3}, Shape{1, 4, 1}}, {Shape{}, Shape{}},
+                       {Shape{1, 1}, Shape{1}},          {Shape{2, 1, 3}, Shape{2, 0, 3}}};
 
 // Operand values of op's smooth domain: power takes a in [0.5, 2), divide
 // |b| in [0.5, 2), maximum / minimum keep |a - b| >= 0.05 (no ties).
@@ -374,6 +375,50 @@ TEST(TracedBinary, BroadcastVjpMatchesFiniteDifferencesAndHandSums) {
   }
 }
 
+// The reduced gradients (binary_backward, then sum_to_operand) against a
+// central difference of the f32 forward op itself: L = sum_e dout[e] out[e]
+// (in double) with one operand element moved by +-1e-2 (tolerance: 2e-3
+// relative + 2e-3 absolute, as the unary ops').
+TEST(TracedBinary, ReducedVjpMatchesFiniteDifferencesOfTheF32Op) {
+  auto be = cpu();
+  for (const Case& c : kCases) {
+    const Broadcast g = make_broadcast({c.a, c.b});
+    for (BinaryOp op : kBinary) {
+      if (is_comparison(op)) continue;
+      Vec a(static_cast<size_t>(c.a.numel())), b(static_cast<size_t>(c.b.numel()));
+      binary_points(op, a, b, 60 + static_cast<uint32_t>(op));
+      const Vec dout = uniform_floats(static_cast<size_t>(g.size), 24, 0, 0.5f, 1.5f);
+      Vec pa(dout.size()), pb(dout.size()), sa(a.size(), -7.0f), sb(b.size(), -7.0f);
+      be->binary_backward(op, g, a.data(), b.data(), dout.data(), pa.data(), pb.data());
+      be->strided_copy(sum_to_operand(g, 0), pa.data(), sa.data());
+      be->strided_copy(sum_to_operand(g, 1), pb.data(), sb.data());
+      Vec y(dout.size());
+      auto loss = [&](const Vec& av, const Vec& bv) {
+        be->binary(op, g, av.data(), bv.data(), y.data());
+        double l = 0.0;
+        for (size_t e = 0; e < y.size(); ++e) l += double{dout[e]} * y[e];
+        return l;
+      };
+      for (int k = 0; k < 2; ++k) {
+        Vec& v = k == 0 ? a : b;
+        const Vec& got = k == 0 ? sa : sb;
+        for (size_t i = 0; i < v.size(); ++i) {
+          const float v0 = v[i];
+          Vec vp = v, vm = v;
+          vp[i] = v0 + 1e-2f;
+          vm[i] = v0 - 1e-2f;
+          const double lp = k == 0 ? loss(vp, b) : loss(a, vp);
+          const double lm = k == 0 ? loss(vm, b) : loss(a, vm);
+          const double fd = (lp - lm) / (double{vp[i]} - vm[i]);
+          ASSERT_TRUE(testref::close(got[i], fd, 2e-3, 2e-3))
+              << op_name(op) << " operand " << k << " " << c.a.str() << " " << c.b.str() << " ["
+              << i << "]: " << got[i] << " vs " << fd;
+        }
+      }
+    }
+  }
+}
+
 TEST(TracedBinary, NullPartialsAreNotWrittenAndEmptyOutsZeroTheOperand) {
   auto be = cpu();
   const Broadcast g = make_broadcast({Shape{4}, Shape{}});
@@ -418,7 +463,9 @@ TEST(TracedWhere, ThreeOperandBroadcastPicksAndRoutesGradients) {
 
 TEST(TracedThreads, ElementwiseResultsAreBitIdenticalOnOneAndTwoThreads) {
   auto one = cpu(1), two = cpu(2);
-  const Shape sa{40, 30, 50}, sb{30, 1};
+  // 60001 elements (odd: the two-thread split lands on an odd index and
+  // cuts a last-axis row); b broadcast along the first and last axes.
+  const Shape sa{29, 1, 2069}, sb{1, 2069};  // 29 * 2069 = 60001
   const Broadcast g = make_broadcast({sa, sb});
   Vec a = uniform_floats(static_cast<size_t>(sa.numel()), 51, 0, 0.5f, 2.0f);
   Vec b = uniform_floats(static_cast<size_t>(sb.numel()), 52, 0, 0.5f, 2.0f);
@@ -445,6 +492,20 @@ TEST(TracedThreads, ElementwiseResultsAreBitIdenticalOnOneAndTwoThreads) {
     two->binary_backward(op, g, a.data(), b.data(), dout.data(), a2.data(), b2.data());
     EXPECT_TRUE(same(y1, y2) && same(a1, a2) && same(b1, b2)) << op_name(op);
   }
+  // where over three operand shapes, NaN and zero conditions included.
+  const Shape sc{29, 1, 1};
+  Vec cond = uniform_floats(29, 54, 0, -1.0f, 1.0f);
+  cond[3] = 0.0f;
+  cond[5] = kNaN;
+  const Broadcast w = make_broadcast({sc, sa, sb});
+  ASSERT_EQ(w.size, 60001);
+  Vec y1(dout.size()), y2(dout.size()), a1(dout.size()), a2(dout.size()), b1(dout.size()),
+      b2(dout.size());
+  one->where(w, cond.data(), a.data(), b.data(), y1.data());
+  two->where(w, cond.data(), a.data(), b.data(), y2.data());
+  one->where_backward(w, cond.data(), dout.data(), a1.data(), b1.data());
+  two->where_backward(w, cond.data(), dout.data(), a2.data(), b2.data());
+  EXPECT_TRUE(same(y1, y2) && same(a1, a2) && same(b1, b2)) << "where";
 }
 
 }  // namespace
