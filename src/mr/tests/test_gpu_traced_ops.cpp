@@ -94,7 +94,10 @@ TEST_F(GpuTracedOps, BinaryAndWhereUnderBroadcastingMatchTheCpu) {
                         {Shape{}, Shape{37, 41}},
                         {Shape{3, 1, 40}, Shape{50, 1}},
                         {Shape{20, 30, 4}, Shape{4}},
-                        {Shape{2, 1, 30}, Shape{1, 40, 1}}};
+                        {Shape{2, 1, 30}, Shape{1, 40, 1}},
+                        {Shape{}, Shape{}},                 // rank 0
+                        {Shape{1, 1}, Shape{1}},            // all ones
+                        {Shape{2, 1, 3}, Shape{2, 0, 3}}};  // size 0
   for (const Case& c : cases) {
     const Broadcast g = make_broadcast({c.a, c.b});
     const auto na = static_cast<size_t>(c.a.numel()), nb = static_cast<size_t>(c.b.numel());
@@ -183,6 +186,104 @@ TEST_F(GpuTracedOps, ReductionsAndSoftmaxMatchTheCpu) {
       dev_->softmax_axis_backward(op, l.outer, l.extent, l.inner, gx, gy, gg, gdx);
       expect_close(get(gy, n_y), y, std::string(op_name(op)) + " " + shape);
       expect_close(get(gdx, n_in), dx, std::string(op_name(op)) + " backward " + shape);
+    }
+  }
+}
+
+// Sizes past one grid's worth of threads (the kernels' grid-stride loops
+// wrap: more than 2^21 elements, more than 2^20 reduction outputs), null
+// partials, and where over three different operand shapes. sum is compared
+// bit for bit (double accumulation in the same order on both backends).
+TEST_F(GpuTracedOps, LargeSizesNullPartialsAndThreeShapeWhereMatchTheCpu) {
+  const Shape sa{2049, 1024}, sb{1024}, sc{2049, 1};
+  const auto na = static_cast<size_t>(sa.numel()), nb = static_cast<size_t>(sb.numel());
+  ASSERT_GT(na, size_t{1} << 21);
+  const Vec a = uniform_floats(na, 90, 0, 0.5f, 2.0f), b = uniform_floats(nb, 91, 0, -2.0f, 2.0f);
+  const Vec dout = uniform_floats(na, 92);
+  float *ga = put(a), *gb = put(b), *gd = put(dout);
+  for (UnaryOp op : {UnaryOp::exp, UnaryOp::gelu_erf, UnaryOp::sqrt}) {
+    Vec y(na), dx(na);
+    const auto n = static_cast<int64_t>(na);
+    cpu_->unary(op, n, a.data(), y.data());
+    cpu_->unary_backward(op, n, a.data(), y.data(), dout.data(), dx.data());
+    float *gy = zeros(na), *gdx = zeros(na);
+    dev_->unary(op, n, ga, gy);
+    dev_->unary_backward(op, n, ga, gy, gd, gdx);
+    expect_close(get(gy, na), y, std::string("large ") + op_name(op));
+    expect_close(get(gdx, na), dx, std::string("large ") + op_name(op) + " backward");
+  }
+  const Broadcast g = make_broadcast({sa, sb});
+  for (BinaryOp op : {BinaryOp::add, BinaryOp::power, BinaryOp::maximum}) {
+    Vec y(na), pa(na), pb(na, 7.0f);
+    cpu_->binary(op, g, a.data(), b.data(), y.data());
+    cpu_->binary_backward(op, g, a.data(), b.data(), dout.data(), pa.data(), nullptr);
+    float *gy = zeros(na), *gpa = zeros(na), *gpb = put(pb);
+    dev_->binary(op, g, ga, gb, gy);
+    dev_->binary_backward(op, g, ga, gb, gd, gpa, nullptr);  // gb null: not written
+    expect_close(get(gy, na), y, std::string("large ") + op_name(op));
+    expect_close(get(gpa, na), pa, std::string("large ") + op_name(op) + " d/da");
+    expect_close(get(gpb, na), pb, std::string("large ") + op_name(op) + " untouched");
+    cpu_->binary_backward(op, g, a.data(), b.data(), dout.data(), nullptr, pb.data());
+    dev_->binary_backward(op, g, ga, gb, gd, nullptr, gpb);  // ga null
+    expect_close(get(gpb, na), pb, std::string("large ") + op_name(op) + " d/db");
+  }
+  {
+    Vec cond = uniform_floats(2049, 93, 0, -1.0f, 1.0f);
+    cond[7] = 0.0f;
+    cond[9] = kNaN;
+    const Broadcast w = make_broadcast({sc, sa, sb});
+    Vec y(na), pa(na), pb(na);
+    cpu_->where(w, cond.data(), a.data(), b.data(), y.data());
+    cpu_->where_backward(w, cond.data(), dout.data(), pa.data(), nullptr);
+    cpu_->where_backward(w, cond.data(), dout.data(), nullptr, pb.data());
+    float *gc = put(cond), *gy = zeros(na), *gpa = zeros(na), *gpb = zeros(na);
+    dev_->where(w, gc, ga, gb, gy);
+    dev_->where_backward(w, gc, gd, gpa, nullptr);
+    dev_->where_backward(w, gc, gd, nullptr, gpb);
+    expect_close(get(gy, na), y, "large where");
+    expect_close(get(gpa, na), pa, "large where d/da");
+    expect_close(get(gpb, na), pb, "large where d/db");
+  }
+  {  // where over (3, 1, 1), (1, 4, 1) and (5): out (3, 4, 5)
+    const Shape wc{3, 1, 1}, wa{1, 4, 1}, wb{5};
+    const Vec cond = {1.0f, 0.0f, kNaN}, va = uniform_floats(4, 94), vb = uniform_floats(5, 95);
+    const Broadcast w = make_broadcast({wc, wa, wb});
+    ASSERT_EQ(w.size, 60);
+    const Vec dw = uniform_floats(60, 96);
+    Vec y(60), pa(60), pb(60), sa4(4), sb5(5);
+    cpu_->where(w, cond.data(), va.data(), vb.data(), y.data());
+    cpu_->where_backward(w, cond.data(), dw.data(), pa.data(), pb.data());
+    cpu_->strided_copy(sum_to_operand(w, 1), pa.data(), sa4.data());
+    cpu_->strided_copy(sum_to_operand(w, 2), pb.data(), sb5.data());
+    float *gc = put(cond), *gva = put(va), *gvb = put(vb), *gdw = put(dw), *gy = zeros(60),
+          *gpa = zeros(60), *gpb = zeros(60), *gsa = zeros(4), *gsb = zeros(5);
+    dev_->where(w, gc, gva, gvb, gy);
+    dev_->where_backward(w, gc, gdw, gpa, gpb);
+    dev_->strided_copy(sum_to_operand(w, 1), gpa, gsa);
+    dev_->strided_copy(sum_to_operand(w, 2), gpb, gsb);
+    expect_close(get(gy, 60), y, "where 3 shapes");
+    expect_close(get(gsa, 4), sa4, "where 3 shapes d/da");
+    expect_close(get(gsb, 5), sb5, "where 3 shapes d/db");
+  }
+  {  // outer * inner = 1025 * 1024 > 2^20 outputs over an axis of 3
+    const int64_t outer = 1025, extent = 3, inner = 1024;
+    const auto n_out = static_cast<size_t>(outer * inner), n_in = n_out * 3;
+    const Vec x = uniform_floats(n_in, 97, 0, -4.0f, 4.0f), dy = uniform_floats(n_out, 98);
+    float *gx = put(x), *gdy = put(dy);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+      Vec y(n_out), dx(n_in);
+      cpu_->reduce(op, outer, extent, inner, x.data(), y.data());
+      cpu_->reduce_backward(op, outer, extent, inner, x.data(), y.data(), dy.data(), dx.data());
+      float *gy = zeros(n_out), *gdx = zeros(n_in);
+      dev_->reduce(op, outer, extent, inner, gx, gy);
+      dev_->reduce_backward(op, outer, extent, inner, gx, gy, gdy, gdx);
+      const Vec got = get(gy, n_out);
+      if (op == ReduceOp::sum) {
+        for (size_t j = 0; j < n_out; ++j)
+          ASSERT_EQ(got[j], y[j]) << "large sum, bit-equal [" << j << "]";
+      }
+      expect_close(got, y, std::string("large ") + op_name(op));
+      expect_close(get(gdx, n_in), dx, std::string("large ") + op_name(op) + " backward");
     }
   }
 }
