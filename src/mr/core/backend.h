@@ -130,6 +130,15 @@ struct StridedCopy {
 
 class Backend;
 
+// ---- i15-ops: the kinds and index box of the traced-graph ops (defined in
+// core/op_kinds.h, which includes this header; declared here so that the op
+// set below can name them) ----
+enum class UnaryOp;
+enum class BinaryOp;
+enum class ReduceOp;
+enum class SoftmaxOp;
+struct Broadcast;
+
 // What Backend::memory_use() reports (i14-monitor), in bytes.
 struct MemoryUse {
   int64_t in_use = 0;
@@ -608,6 +617,87 @@ class Backend {
   // when the device is out of memory). 0 where there is no such cache.
   // Host bookkeeping, between steps.
   virtual int64_t cached_free_bytes() const { return 0; }
+  // ---- i15: element-wise, broadcasting and reduction ops of traced graphs ----
+  // The kernels under the op graphs that R functions written with op_* are
+  // traced into. Kinds, Broadcast and its helpers: core/op_kinds.h;
+  // per-element formulas (one for both backends): backends/common/op_math.h;
+  // implementations: cpu_traced_ops.cpp, cuda_traced_ops.cu. Every op is f32,
+  // deterministic (no atomics; sums in the stated order, the same on any
+  // thread count and on either backend), allocates nothing, and does nothing
+  // for an empty range. Gradients follow TensorFlow's (Keras 3 on TF); NaN
+  // and Inf follow IEEE arithmetic unless a rule says otherwise.
+  // Subnormals: the CPU runs with flush-to-zero / denormals-are-zero, nvcc
+  // compiles without -ftz, so on subnormal inputs the backends can differ
+  // (sign(1e-40) can be 0 on the CPU and 1 on CUDA, equal(1e-40, 0) 1 on
+  // the CPU and 0 on CUDA); on normal floats they agree.
+  // Cost on CUDA: reduce, softmax_axis and their backwards run one thread
+  // per (o, i) output looping over the axis, which is fast for many outputs
+  // and slow for few outputs over a long axis (a warp per output row is
+  // future work); the softmax family computes exp / log in double, which
+  // runs at the FP64 rate (1/32 or 1/64 of FP32 on non-datacenter GPUs).
+  //
+  // y[i] = f(x[i]), i < n (formulas and edge values: op_math.h). y may alias x.
+  virtual void unary(UnaryOp op, int64_t n, const float* x, float* y) = 0;
+  // dx[i] = dy[i] * f'(x[i]); x is the forward input and y = f(x) its output
+  // (ops whose derivative is written through y read it: sigmoid, tanh, exp,
+  // sqrt; the others may be passed y = null). dx may alias dy.
+  virtual void unary_backward(UnaryOp op, int64_t n, const float* x, const float* y,
+                              const float* dy, float* dx) = 0;
+  // out = a op b under broadcast g (operand 0 = a, 1 = b; out is g's
+  // row-major out shape). Comparisons give 1.0f or 0.0f (NaN compares false
+  // except with not_equal). out may alias a or b when that operand is not
+  // broadcast (its strides are the out's).
+  virtual void binary(BinaryOp op, const Broadcast& g, const float* a, const float* b,
+                      float* out) = 0;
+  // Out-shaped partials ga = dout * d(a op b)/da and gb = dout * d/db
+  // (zeros for comparisons); either of ga, gb may be null (not written).
+  // Reduce each to its operand's shape with
+  // strided_copy(sum_to_operand(g, k), partial, grad).
+  virtual void binary_backward(BinaryOp op, const Broadcast& g, const float* a, const float* b,
+                               const float* dout, float* ga, float* gb) = 0;
+  // out = cond != 0 ? a : b under broadcast g (operands cond, a, b). A NaN
+  // cond counts as true (NaN != 0; numpy and TF cast NaN to bool true).
+  virtual void where(const Broadcast& g, const float* cond, const float* a, const float* b,
+                     float* out) = 0;
+  // Out-shaped ga = cond != 0 ? dout : 0, gb = cond != 0 ? 0 : dout; either
+  // may be null. No gradient flows to cond.
+  virtual void where_backward(const Broadcast& g, const float* cond, const float* dout, float* ga,
+                              float* gb) = 0;
+  // x viewed as outer x extent x inner (row-major): y[o, i] = op over e of
+  // x[o, e, i]. sum: accumulated in double in increasing e from 0 and
+  // rounded to float once at the end (extent == 0: 0), bit-equal on CPU and
+  // CUDA and on any thread count;
+  // max / min: NaN when any element is NaN (tf.reduce_max), +-Inf
+  // (extent == 0: -Inf for max, +Inf for min). y must not alias x.
+  virtual void reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
+                      float* y) = 0;
+  // dx[o, e, i] from dy[o, i] (x, y: the forward's input and output; sum
+  // reads neither, they may be null): sum: dx = dy; max / min: TensorFlow's
+  // _MinOrMaxGrad, dx = dy * [x == y] / count of e with x[o, e, i] == y[o, i]
+  // (ties share the gradient equally; a NaN y matches no element, so every
+  // dx of that (o, i) is 0 / 0 = NaN, as in TF, where NaN == NaN is false).
+  virtual void reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int64_t inner,
+                               const float* x, const float* y, const float* dy, float* dx) = 0;
+  // Along the middle axis of outer x extent x inner: softmax and log_softmax
+  // write outer x extent x inner, logsumexp writes outer x inner. The shift
+  // is the maximum over e (softmax, log_softmax: an infinite maximum makes
+  // the whole axis NaN, as TF's softmax and log_softmax do: exp(Inf - Inf) is
+  // NaN and the NaN sum reaches every entry; logsumexp: a non-finite maximum
+  // shifts by 0, as tf.reduce_logsumexp); the sum of exponentials in double
+  // in increasing e.
+  // y must not alias x. extent == 0: nothing for softmax and log_softmax,
+  // -Inf for logsumexp.
+  virtual void softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
+                            const float* x, float* y) = 0;
+  // dx from the forward's x and y and the output gradient dy (dy and y have
+  // the forward output's shape): softmax dx = y (dy - sum_e dy y);
+  // log_softmax dx = dy - exp(y) sum_e dy; logsumexp dx = dy exp(x - y).
+  // Sums in double in increasing e. Only logsumexp reads x: softmax and
+  // log_softmax may be passed x = null. dx may alias dy for softmax and
+  // log_softmax.
+  virtual void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
+                                     const float* x, const float* y, const float* dy,
+                                     float* dx) = 0;
 
  private:
   WaitLimits limits_;

@@ -180,12 +180,24 @@ MR_HD float sigmoid(float x) {
   const float e = expf(x);
   return e / (1.0f + e);
 }
-MR_HD float gelu(float x) { return 0.5f * x * (1.0f + erff(x * kInvSqrt2)); }
+// Exact GELU x Phi(x) with Phi(x) = 0.5 erfc(-x / sqrt(2)), TensorFlow's form
+// (tf.nn.gelu, approximate = FALSE): erfc keeps the far negative tail, where
+// 1 + erf(x / sqrt(2)) rounds to 0. The one exact-GELU formula of the repo
+// (the gelu activation and the traced op gelu_erf both use it).
+MR_HD float gelu(float x) { return 0.5f * x * erfcf(-x * kInvSqrt2); }
 // d/dx [x Phi(x)] = Phi(x) + x phi(x).
 MR_HD float gelu_grad(float x) {
-  const float cdf = 0.5f * (1.0f + erff(x * kInvSqrt2));
+  const float cdf = 0.5f * erfcf(-x * kInvSqrt2);
   const float pdf = kInvSqrt2Pi * expf(-0.5f * x * x);
   return cdf + x * pdf;
+}
+// Derivatives shared by act_grad and the traced ops (common/op_math.h): one
+// formula each. sigmoid' and tanh' through y = f(x); silu' through x.
+MR_HD float sigmoid_grad_y(float y) { return y * (1.0f - y); }
+MR_HD float tanh_grad_y(float y) { return 1.0f - y * y; }
+MR_HD float silu_grad(float x) {
+  const float s = sigmoid(x);
+  return s * (1.0f + x * (1.0f - s));
 }
 
 // ---- element-wise activations of issue 12 (Keras 3 formulas) ---------------------
@@ -265,9 +277,9 @@ MR_HD float act_grad(Activation act, float x, float y, const ActivationParams& p
       if (x < p.threshold) return param_alpha(act, p);
       return x > p.threshold && x < p.max_value ? 1.0f : 0.0f;
     case Activation::sigmoid:
-      return y * (1.0f - y);
+      return sigmoid_grad_y(y);
     case Activation::tanh:
-      return 1.0f - y * y;
+      return tanh_grad_y(y);
     case Activation::gelu:
       return gelu_grad(x);
     case Activation::elu:
@@ -275,10 +287,8 @@ MR_HD float act_grad(Activation act, float x, float y, const ActivationParams& p
       return x <= 0.0f ? param_alpha(act, p) * expf(x) : 1.0f;
     case Activation::selu:
       return x <= 0.0f ? kSeluScale * kSeluAlpha * expf(x) : kSeluScale;
-    case Activation::silu: {
-      const float s = sigmoid(x);
-      return s * (1.0f + x * (1.0f - s));
-    }
+    case Activation::silu:
+      return silu_grad(x);
     case Activation::leaky_relu:
       return x >= 0.0f ? 1.0f : param_alpha(act, p);
     case Activation::relu6:

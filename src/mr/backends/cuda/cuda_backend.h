@@ -369,6 +369,27 @@ class CudaBackend final : public Backend {
   void gather_rows(int64_t rows, int64_t width, const float* src, const int32_t* index,
                    float* dst) override;
   int64_t cached_free_bytes() const override { return static_cast<int64_t>(alloc_->cached()); }
+  // ---- i15-ops: element-wise, broadcasting and reduction ops of traced graphs
+  // (cuda_traced_ops.cu) ----
+ public:
+  void unary(UnaryOp op, int64_t n, const float* x, float* y) override;
+  void unary_backward(UnaryOp op, int64_t n, const float* x, const float* y, const float* dy,
+                      float* dx) override;
+  void binary(BinaryOp op, const Broadcast& g, const float* a, const float* b, float* out) override;
+  void binary_backward(BinaryOp op, const Broadcast& g, const float* a, const float* b,
+                       const float* dout, float* ga, float* gb) override;
+  void where(const Broadcast& g, const float* cond, const float* a, const float* b,
+             float* out) override;
+  void where_backward(const Broadcast& g, const float* cond, const float* dout, float* ga,
+                      float* gb) override;
+  void reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
+              float* y) override;
+  void reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
+                       const float* y, const float* dy, float* dx) override;
+  void softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
+                    float* y) override;
+  void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
+                             const float* x, const float* y, const float* dy, float* dx) override;
 };
 
 namespace cuda {

@@ -1,0 +1,240 @@
+// CUDA backend: the element-wise, broadcasting and reduction ops of traced
+// graphs (contracts: core/backend.h, "i15"; formulas: common/op_math.h, the
+// CPU's). Element-wise kernels grid-stride over the out elements; the op kind
+// is a kernel argument, uniform across a launch. Reductions and the softmax
+// family run one thread per (o, i) output, looping over the axis in
+// increasing order: the same arithmetic in the same order as the CPU, no
+// atomics, so results are deterministic. All launches go on the replica's
+// stream; nothing synchronises or allocates.
+#include <math.h>
+
+#include "backends/common/op_math.h"
+#include "backends/cuda/cuda_backend.h"
+#include "core/error.h"
+#include "core/op_kinds.h"
+
+namespace mr {
+
+namespace {
+
+__global__ void unary_kernel(UnaryOp op, int64_t n, const float* x, float* y) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x)
+    y[i] = opmath::unary_value(op, x[i]);
+}
+
+__global__ void unary_backward_kernel(UnaryOp op, int64_t n, const float* x, const float* y,
+                                      const float* dy, float* dx) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x)
+    dx[i] = opmath::unary_grad(op, x[i], y != nullptr ? y[i] : 0.0f, dy[i]);
+}
+
+__global__ void binary_kernel(BinaryOp op, Broadcast g, const float* a, const float* b,
+                              float* out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.size;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[kMaxBroadcastOperands];
+    opmath::broadcast_offsets(g, i, off);
+    out[i] = opmath::binary_value(op, a[off[0]], b[off[1]]);
+  }
+}
+
+__global__ void binary_backward_kernel(BinaryOp op, Broadcast g, const float* a, const float* b,
+                                       const float* dout, float* ga, float* gb) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.size;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[kMaxBroadcastOperands];
+    opmath::broadcast_offsets(g, i, off);
+    float da = 0.0f, db = 0.0f;
+    opmath::binary_grad(op, a[off[0]], b[off[1]], dout[i], &da, &db);
+    if (ga != nullptr) ga[i] = da;
+    if (gb != nullptr) gb[i] = db;
+  }
+}
+
+__global__ void where_kernel(Broadcast g, const float* cond, const float* a, const float* b,
+                             float* out) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.size;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[kMaxBroadcastOperands];
+    opmath::broadcast_offsets(g, i, off);
+    out[i] = cond[off[0]] != 0.0f ? a[off[1]] : b[off[2]];
+  }
+}
+
+__global__ void where_backward_kernel(Broadcast g, const float* cond, const float* dout, float* ga,
+                                      float* gb) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < g.size;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    int64_t off[kMaxBroadcastOperands];
+    opmath::broadcast_offsets(g, i, off);
+    const bool pick_a = cond[off[0]] != 0.0f;
+    if (ga != nullptr) ga[i] = pick_a ? dout[i] : 0.0f;
+    if (gb != nullptr) gb[i] = pick_a ? 0.0f : dout[i];
+  }
+}
+
+// One thread per output (o, i) = j; consecutive threads read consecutive i
+// (coalesced when inner > 1).
+__global__ void reduce_kernel(ReduceOp op, int64_t n, int64_t extent, int64_t inner, const float* x,
+                              float* y) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{blockDim.x} * gridDim.x) {
+    y[j] = opmath::reduce_one(op, extent, inner, x + opmath::axis_base(j, extent, inner));
+  }
+}
+
+__global__ void reduce_backward_kernel(ReduceOp op, int64_t n, int64_t extent, int64_t inner,
+                                       const float* x, const float* y, const float* dy, float* dx) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t base = opmath::axis_base(j, extent, inner);
+    opmath::reduce_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
+                            y == nullptr ? 0.0f : y[j], dy[j], dx + base);
+  }
+}
+
+__global__ void softmax_axis_kernel(SoftmaxOp op, int64_t n, int64_t extent, int64_t inner,
+                                    const float* x, float* y) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t base = opmath::axis_base(j, extent, inner);
+    opmath::softmax_one(op, extent, inner, x + base, op == SoftmaxOp::logsumexp ? y + j : y + base);
+  }
+}
+
+__global__ void softmax_axis_backward_kernel(SoftmaxOp op, int64_t n, int64_t extent, int64_t inner,
+                                             const float* x, const float* y, const float* dy,
+                                             float* dx) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t base = opmath::axis_base(j, extent, inner);
+    const bool lse = op == SoftmaxOp::logsumexp;
+    opmath::softmax_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
+                             lse ? y + j : y + base, lse ? dy + j : dy + base, dx + base);
+  }
+}
+
+}  // namespace
+
+void CudaBackend::unary(UnaryOp op, int64_t n, const float* x, float* y) {
+  check_op(op, "unary");
+  if (n <= 0) return;
+  use_device(ordinal_);
+  unary_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, x, y);
+  cuda::check_launch("unary_kernel", ordinal_);
+}
+
+void CudaBackend::unary_backward(UnaryOp op, int64_t n, const float* x, const float* y,
+                                 const float* dy, float* dx) {
+  check_op(op, "unary_backward");
+  if (n <= 0) return;
+  const bool reads_y = opmath::unary_reads_y(op);
+  MR_CHECK(!reads_y || y != nullptr, internal, "unary_backward(", op_name(op),
+           "): needs the forward output y");
+  use_device(ordinal_);
+  unary_backward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(
+      op, n, x, reads_y ? y : nullptr, dy, dx);
+  cuda::check_launch("unary_backward_kernel", ordinal_);
+}
+
+void CudaBackend::binary(BinaryOp op, const Broadcast& g, const float* a, const float* b,
+                         float* out) {
+  check_op(op, "binary");
+  check_broadcast(g, 2, "binary");
+  if (g.size <= 0) return;
+  use_device(ordinal_);
+  binary_kernel<<<cuda::blocks_for(g.size), cuda::kThreads, 0, stream_>>>(op, g, a, b, out);
+  cuda::check_launch("binary_kernel", ordinal_);
+}
+
+void CudaBackend::binary_backward(BinaryOp op, const Broadcast& g, const float* a, const float* b,
+                                  const float* dout, float* ga, float* gb) {
+  check_op(op, "binary_backward");
+  check_broadcast(g, 2, "binary_backward");
+  if (g.size <= 0 || (ga == nullptr && gb == nullptr)) return;
+  use_device(ordinal_);
+  binary_backward_kernel<<<cuda::blocks_for(g.size), cuda::kThreads, 0, stream_>>>(op, g, a, b,
+                                                                                   dout, ga, gb);
+  cuda::check_launch("binary_backward_kernel", ordinal_);
+}
+
+void CudaBackend::where(const Broadcast& g, const float* cond, const float* a, const float* b,
+                        float* out) {
+  check_broadcast(g, 3, "where");
+  if (g.size <= 0) return;
+  use_device(ordinal_);
+  where_kernel<<<cuda::blocks_for(g.size), cuda::kThreads, 0, stream_>>>(g, cond, a, b, out);
+  cuda::check_launch("where_kernel", ordinal_);
+}
+
+void CudaBackend::where_backward(const Broadcast& g, const float* cond, const float* dout,
+                                 float* ga, float* gb) {
+  check_broadcast(g, 3, "where_backward");
+  if (g.size <= 0 || (ga == nullptr && gb == nullptr)) return;
+  use_device(ordinal_);
+  where_backward_kernel<<<cuda::blocks_for(g.size), cuda::kThreads, 0, stream_>>>(g, cond, dout, ga,
+                                                                                  gb);
+  cuda::check_launch("where_backward_kernel", ordinal_);
+}
+
+void CudaBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inner, const float* x,
+                         float* y) {
+  check_op(op, "reduce");
+  check_axis_view(outer, extent, inner, "reduce");
+  const int64_t n = outer * inner;
+  if (n <= 0) return;
+  use_device(ordinal_);
+  reduce_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, extent, inner, x, y);
+  cuda::check_launch("reduce_kernel", ordinal_);
+}
+
+void CudaBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, int64_t inner,
+                                  const float* x, const float* y, const float* dy, float* dx) {
+  check_op(op, "reduce_backward");
+  check_axis_view(outer, extent, inner, "reduce_backward");
+  const int64_t n = outer * inner;
+  if (n <= 0 || extent <= 0) return;
+  MR_CHECK(op == ReduceOp::sum || (x != nullptr && y != nullptr), internal, "reduce_backward(",
+           op_name(op), "): needs the forward's x and y");
+  use_device(ordinal_);
+  reduce_backward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, extent, inner,
+                                                                              x, y, dy, dx);
+  cuda::check_launch("reduce_backward_kernel", ordinal_);
+}
+
+void CudaBackend::softmax_axis(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
+                               const float* x, float* y) {
+  check_op(op, "softmax_axis");
+  check_axis_view(outer, extent, inner, "softmax_axis");
+  const int64_t n = outer * inner;
+  if (n <= 0) return;
+  if (extent <= 0) {
+    if (op == SoftmaxOp::logsumexp) fill(n, y, -INFINITY);
+    return;
+  }
+  use_device(ordinal_);
+  softmax_axis_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, extent, inner, x,
+                                                                           y);
+  cuda::check_launch("softmax_axis_kernel", ordinal_);
+}
+
+void CudaBackend::softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
+                                        const float* x, const float* y, const float* dy,
+                                        float* dx) {
+  check_op(op, "softmax_axis_backward");
+  check_axis_view(outer, extent, inner, "softmax_axis_backward");
+  // Only logsumexp reads x (dx = dy exp(x - y)); softmax and log_softmax
+  // may be passed x = null, which no kernel offsets or reads.
+  MR_CHECK(op != SoftmaxOp::logsumexp || x != nullptr, internal,
+           "softmax_axis_backward(logsumexp): needs the forward's x");
+  const int64_t n = outer * inner;
+  if (n <= 0 || extent <= 0) return;
+  use_device(ordinal_);
+  softmax_axis_backward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(
+      op, n, extent, inner, x, y, dy, dx);
+  cuda::check_launch("softmax_axis_backward_kernel", ordinal_);
+}
+
+}  // namespace mr
