@@ -1,0 +1,136 @@
+// A traced graph (issue 15, docs/traced-graphs.md §3-4): the op graph that an
+// R function written with op_* is traced into, parsed from its JSON once,
+// shape-checked with the batch axis symbolic, and run forward and backward on
+// a Backend with buffers the caller sizes at compile time.
+//
+// Values. Graph inputs are batched: their JSON shape starts with null and
+// their rows are only known at run time. Weights and constants are not
+// batched. A node is batched when its result keeps the batch axis first;
+// a reduction over the batch axis (or a logsumexp along it) gives a value
+// that is not batched (local to this replica's rows, as Keras under a
+// MirroredStrategy). Every value is stored row-major and contiguous; a
+// batched value of per-sample size n takes rows * n floats.
+//
+// Buffers (sizes from aux_floats / scratch_floats / constant_floats, all
+// made before any step; forward and backward allocate nothing):
+//   aux       every node's forward value, kept for backward;
+//   scratch   gradient buffers of the nodes, three shared temporaries of
+//             the VJPs, and a gradient sink for inputs the caller does not
+//             want a gradient of;
+//   constants the graph's constants, uploaded once by upload_constants().
+// Views (reshape, expand_dims, squeeze) alias their operand's value and
+// gradient buffers: they cost no copy and no VJP.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/json.h"
+#include "core/op_kinds.h"
+
+namespace mr {
+
+class TracedGraph {
+ public:
+  // A reference of a node operand or a graph output.
+  enum class RefKind { input, weight, constant, node };
+  struct Ref {
+    RefKind kind = RefKind::node;
+    int index = 0;
+  };
+  // A value's shape: full dims, dims[0] == -1 standing for the rows when
+  // batched.
+  struct ValueShape {
+    bool batched = false;
+    std::vector<int64_t> dims;
+  };
+
+  // Parses and checks `graph` (docs/traced-graphs.md §3). mr::Error (value
+  // or shape) naming the node index, its op and its "line" on any fault.
+  explicit TracedGraph(const Json& graph);
+
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  int num_weights() const { return static_cast<int>(weights_.size()); }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  const ValueShape& input_shape(int i) const { return inputs_.at(static_cast<size_t>(i)); }
+  const ValueShape& weight_shape(int i) const { return weights_.at(static_cast<size_t>(i)); }
+  std::vector<ValueShape> output_shapes() const;
+  // Floats of output i (or of any value shape) for `rows` rows.
+  int64_t output_floats(int i, int64_t rows) const;
+
+  int64_t constant_floats() const { return static_cast<int64_t>(constant_values_.size()); }
+  // dst (device, constant_floats() floats) = the constants, in graph order.
+  // Call once per backend, outside the steps.
+  void upload_constants(Backend& be, float* dst) const;
+  // The node values, then one temporary of forward (mean's sum).
+  int64_t aux_floats(int64_t rows) const {
+    return (aux_pr_ + tmp_pr_) * rows + aux_fixed_ + tmp_fixed_;
+  }
+  int64_t scratch_floats(int64_t rows) const;
+
+  // outputs[i] = graph output i. inputs[i]: rows x per-sample floats;
+  // weights[i], constants: as uploaded; aux: aux_floats(rows).
+  void forward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
+               const float* constants, float* const* outputs, float* aux) const;
+  // Gradients of sum_i <outputs[i], d_outputs[i]>: d_inputs[i] (null: not
+  // wanted) and d_weights[i] (null: not wanted) are written, not
+  // accumulated (zeros where no path reaches them). aux as forward left it.
+  void backward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
+                const float* constants, const float* aux, float* scratch,
+                const float* const* d_outputs, float* const* d_inputs,
+                float* const* d_weights) const;
+
+  // The plan of one node (public for traced_ops.cpp; not an interface).
+  struct Node {
+    std::string op, line;
+    int kind = 0;  // TracedKind (traced_ops.cpp)
+    int sub = 0;   // UnaryOp / BinaryOp / ReduceOp / SoftmaxOp as int
+    std::vector<Ref> in;
+    ValueShape shape;
+    // Reduction / softmax view of the operand: outer x extent x inner, with
+    // the rows a factor of the field named by rows_in (0 none, 1 outer,
+    // 2 extent).
+    int64_t outer = 1, extent = 1, inner = 1;
+    int rows_in = 0;
+    int64_t count_fixed = 1;  // mean: elements per output (times rows when rows_in == 2)
+    Broadcast bc;             // binary / where, batch extent 2 (scaled at run time)
+    bool bc_batched = false;
+    std::vector<int64_t> perm;               // transpose
+    int64_t m = 0, n = 0, k = 0, loops = 0;  // matmul
+    bool view = false;
+    bool needs_grad = false;
+    bool runs_vjp = false;                        // some gradient reaches it in backward
+    bool first_write[3] = {false, false, false};  // VJP contribution to operand j writes
+    Ref value_root, grad_root;                    // views: their operand's roots
+    int64_t value_off = 0, grad_off = 0;          // own buffers (roots only)
+  };
+
+ private:
+  struct Ptrs;
+  void infer_node(int index, Node& nd, const std::vector<ValueShape>& ops, const Json& j);
+  void plan();
+  float* value_ptr(const Ptrs& p, Ref r) const;
+  float* grad_ptr(const Ptrs& p, Ref r) const;
+  const ValueShape& shape_of(Ref r) const;
+  int64_t floats(const ValueShape& s, int64_t rows) const;
+  bool ref_needs_grad(Ref r) const;
+  void run_forward(Backend& be, const Ptrs& p, const Node& nd) const;
+  void run_backward(Backend& be, const Ptrs& p, const Node& nd) const;
+
+  std::vector<ValueShape> inputs_, weights_, constants_;
+  std::vector<int64_t> constant_offsets_;
+  std::vector<float> constant_values_;
+  std::vector<Node> nodes_;
+  std::vector<Ref> outputs_;
+  std::vector<bool> output_first_, output_grad_;
+  std::vector<bool> weight_written_, input_written_;
+  int64_t aux_pr_ = 0, aux_fixed_ = 0;
+  int64_t grad_pr_ = 0, grad_fixed_ = 0;
+  int64_t tmp_pr_ = 0, tmp_fixed_ = 0;
+  int64_t sink_pr_ = 0, sink_fixed_ = 0;
+  std::vector<int64_t> sink_off_, wsink_off_;
+};
+
+}  // namespace mr

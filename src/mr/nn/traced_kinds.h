@@ -1,0 +1,32 @@
+// The op table's kinds of traced graphs (nn/traced_graph.h): which family
+// an op name of the graph JSON belongs to. Internal to traced_graph.cpp and
+// traced_ops.cpp.
+#pragma once
+
+#include <string>
+
+namespace mr {
+
+enum class TracedKind {
+  unary,
+  binary,
+  where,
+  reduce,   // sum, max, min
+  mean,     // sum, then times 1 / count
+  softmax,  // softmax, log_softmax, logsumexp
+  reshape,
+  expand_dims,
+  squeeze,
+  transpose,
+  matmul,
+  stop_gradient
+};
+
+// kind < 0: no such op. sub: the UnaryOp / BinaryOp / ReduceOp / SoftmaxOp.
+struct TracedOpInfo {
+  int kind = -1;
+  int sub = 0;
+};
+TracedOpInfo traced_op_info(const std::string& op);
+
+}  // namespace mr

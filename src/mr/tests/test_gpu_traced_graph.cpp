@@ -1,0 +1,116 @@
+// TracedGraph on a CUDA backend against the same graph on the CPU backend:
+// a dense layer with weights, a cross-entropy from logits and reductions
+// (including over the batch axis and a transpose), forward values and every
+// gradient within 1e-5 relative + 1e-6 absolute. Skips without a GPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/device_info.h"
+#include "core/json.h"
+#include "nn/traced_graph.h"
+#include "tests/test_util.h"
+#include "tests/traced_ops_ref.h"
+
+namespace mr {
+namespace {
+
+using Vec = std::vector<float>;
+
+// Runs `g` forward and backward on `be` with the given host data and returns
+// the outputs, then the input gradients, then the weight gradients.
+std::vector<Vec> run_graph(Backend& be, const TracedGraph& g, int64_t rows,
+                           const std::vector<Vec>& inputs, const std::vector<Vec>& weights,
+                           const std::vector<Vec>& douts) {
+  std::vector<DeviceBuffer> keep;
+  auto put = [&](const Vec& v, size_t n) {
+    keep.push_back(be.allocate(std::max<size_t>(n, 1) * sizeof(float)));
+    if (!v.empty()) be.upload(keep.back().get(), v.data(), v.size() * sizeof(float));
+    return static_cast<float*>(keep.back().get());
+  };
+  std::vector<const float*> in, w, dout;
+  std::vector<float*> out, din, dw;
+  for (const Vec& v : inputs) {
+    in.push_back(put(v, v.size()));
+    din.push_back(put({}, v.size()));
+  }
+  for (const Vec& v : weights) {
+    w.push_back(put(v, v.size()));
+    dw.push_back(put({}, v.size()));
+  }
+  for (int i = 0; i < g.num_outputs(); ++i) {
+    out.push_back(put({}, static_cast<size_t>(g.output_floats(i, rows))));
+    dout.push_back(put(douts[static_cast<size_t>(i)], douts[static_cast<size_t>(i)].size()));
+  }
+  float* consts = put({}, static_cast<size_t>(g.constant_floats()));
+  g.upload_constants(be, consts);
+  float* aux = put({}, static_cast<size_t>(g.aux_floats(rows)));
+  float* scratch = put({}, static_cast<size_t>(g.scratch_floats(rows)));
+  g.forward(be, rows, in.data(), w.data(), consts, out.data(), aux);
+  g.backward(be, rows, in.data(), w.data(), consts, aux, scratch, dout.data(), din.data(),
+             dw.data());
+  std::vector<Vec> res;
+  auto get = [&](const float* p, size_t n) {
+    Vec v(n);
+    be.download(v.data(), p, n * sizeof(float));
+    res.push_back(v);
+  };
+  for (int i = 0; i < g.num_outputs(); ++i)
+    get(out[static_cast<size_t>(i)], static_cast<size_t>(g.output_floats(i, rows)));
+  for (size_t i = 0; i < inputs.size(); ++i) get(din[i], inputs[i].size());
+  for (size_t i = 0; i < weights.size(); ++i) get(dw[i], weights[i].size());
+  return res;
+}
+
+void expect_same(const std::string& text, int64_t rows, const std::vector<Vec>& inputs,
+                 const std::vector<Vec>& weights) {
+  const TracedGraph g(parse_json(text, "test graph"));
+  std::vector<Vec> douts;
+  for (int i = 0; i < g.num_outputs(); ++i)
+    douts.push_back(uniform_floats(static_cast<size_t>(g.output_floats(i, rows)), 90,
+                                   static_cast<uint32_t>(i)));
+  auto cpu = make_cpu_backend(0, 2);
+  auto dev = make_cuda_backend(0, 0);
+  const auto a = run_graph(*cpu, g, rows, inputs, weights, douts);
+  const auto b = run_graph(*dev, g, rows, inputs, weights, douts);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t k = 0; k < a.size(); ++k)
+    for (size_t i = 0; i < a[k].size(); ++i)
+      ASSERT_TRUE(testref::close(b[k][i], a[k][i], 1e-5, 1e-6))
+          << "result " << k << " [" << i << "]: gpu " << b[k][i] << ", cpu " << a[k][i];
+}
+
+TEST(GpuTracedGraph, MatchesTheCpu) {
+  MR_REQUIRE_GPUS(1);
+  const int64_t rows = 37;
+  expect_same(R"({"inputs": [{"shape": [null, 4]}],
+    "weights": [{"name": "w", "shape": [4, 3]}, {"name": "b", "shape": [3]}],
+    "nodes": [{"op": "matmul", "in": [["input", 0], ["weight", 0]]},
+              {"op": "add", "in": [["node", 0], ["weight", 1]]},
+              {"op": "tanh", "in": [["node", 1]]}],
+    "outputs": [["node", 2]]})",
+              rows, {uniform_floats(rows * 4, 91)},
+              {uniform_floats(12, 92), uniform_floats(3, 93)});
+  expect_same(R"({"inputs": [{"shape": [null, 5]}, {"shape": [null, 5]}],
+    "nodes": [{"op": "log_softmax", "in": [["input", 1]], "attrs": {"axis": -1}},
+              {"op": "multiply", "in": [["input", 0], ["node", 0]]},
+              {"op": "sum", "in": [["node", 1]], "attrs": {"axis": -1}},
+              {"op": "negative", "in": [["node", 2]]}],
+    "outputs": [["node", 3]]})",
+              rows, {uniform_floats(rows * 5, 94, 0, 0.0f, 1.0f), uniform_floats(rows * 5, 95)},
+              {});
+  expect_same(R"({"inputs": [{"shape": [null, 2, 3]}],
+    "nodes": [{"op": "transpose", "in": [["input", 0]], "attrs": {"axes": [0, 2, 1]}},
+              {"op": "mean", "in": [["node", 0]], "attrs": {"axis": 0}},
+              {"op": "max", "in": [["node", 0]], "attrs": {"axis": [1, 2], "keepdims": true}},
+              {"op": "softmax", "in": [["input", 0]], "attrs": {"axis": 0}}],
+    "outputs": [["node", 1], ["node", 2], ["node", 3]]})",
+              rows, {uniform_floats(rows * 6, 96)}, {});
+}
+
+}  // namespace
+}  // namespace mr
