@@ -370,6 +370,72 @@ TEST(TracedGraph, ReductionsOverAxisListsAndTheBatchAxis) {
   expect_fd(r, r.in[0], x, dx, douts, "dx");
 }
 
+TEST(TracedGraph, WhereStopGradientBatchedMatmulLogsumexpGelu) {
+  // out0 = where(x > 0, x, 0.1 x) * stop_gradient(x); out1 = logsumexp(gelu_erf(x), -1);
+  // out2 = matmul(a, b) per sample; out3 = (x > 0) (no gradient).
+  const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 2, 3]}, {"shape": [null, 3, 2]}],
+    "constants": [{"shape": [], "values": [0]}, {"shape": [], "values": [0.1]}],
+    "nodes": [{"op": "greater", "in": [["input", 0], ["constant", 0]]},
+              {"op": "multiply", "in": [["input", 0], ["constant", 1]]},
+              {"op": "where", "in": [["node", 0], ["input", 0], ["node", 1]]},
+              {"op": "stop_gradient", "in": [["input", 0]]},
+              {"op": "multiply", "in": [["node", 2], ["node", 3]]},
+              {"op": "gelu", "in": [["input", 0]], "attrs": {"approximate": false}},
+              {"op": "logsumexp", "in": [["node", 5]], "attrs": {"axis": -1}},
+              {"op": "matmul", "in": [["input", 0], ["input", 1]]}],
+    "outputs": [["node", 4], ["node", 6], ["node", 7], ["node", 0]]})");
+  const auto s = g.output_shapes();
+  EXPECT_EQ(s[1].dims, (std::vector<int64_t>{-1, 2}));
+  EXPECT_EQ(s[2].dims, (std::vector<int64_t>{-1, 2, 2}));
+  CpuBackend be(0, 1);
+  GraphRun r(be, g, kRows);
+  // x away from where's switch at 0 (finite differences must not cross it).
+  Vec x = uniform_floats(kRows * 6, 30);
+  for (float& v : x) v = v < 0 ? v - 0.1f : v + 0.1f;
+  const Vec y = uniform_floats(kRows * 6, 31);
+  std::vector<Vec> douts;
+  for (int i = 0; i < 4; ++i) {
+    douts.push_back(uniform_floats(static_cast<size_t>(g.output_floats(i, kRows)), 32, i));
+    r.set(r.dout[static_cast<size_t>(i)], douts.back());
+  }
+  r.set(r.in[0], x);
+  r.set(r.in[1], y);
+  r.forward();
+  const Vec o0 = r.output(0), o1 = r.output(1), o2 = r.output(2), o3 = r.output(3);
+  for (int64_t b = 0; b < kRows; ++b)
+    for (int i = 0; i < 2; ++i) {
+      double m = -1e30, se = 0.0;
+      std::vector<double> ge(3);
+      for (int j = 0; j < 3; ++j) {
+        const double v = x[b * 6 + i * 3 + j];
+        EXPECT_NEAR(o0[b * 6 + i * 3 + j], (v > 0 ? v : 0.1 * v) * v, 1e-6);
+        EXPECT_EQ(o3[b * 6 + i * 3 + j], v > 0 ? 1.0f : 0.0f);
+        ge[j] = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        m = std::max(m, ge[j]);
+      }
+      for (int j = 0; j < 3; ++j) se += std::exp(ge[j] - m);
+      EXPECT_NEAR(o1[b * 2 + i], m + std::log(se), 1e-5);
+      for (int k = 0; k < 2; ++k) {
+        double acc = 0.0;
+        for (int j = 0; j < 3; ++j) acc += double(x[b * 6 + i * 3 + j]) * y[b * 6 + j * 2 + k];
+        EXPECT_NEAR(o2[b * 4 + i * 2 + k], acc, 1e-6);
+      }
+    }
+  r.backward();
+  const Vec dx = r.get(r.din[0], kRows * 6), dy = r.get(r.din[1], kRows * 6);
+  // stop_gradient: out0's gradient in x is where's only: (x > 0 ? 1 : 0.1) * x * dout0, so
+  // finite differences (which see both factors move) are taken with out0 left out.
+  std::vector<Vec> fd_douts = douts;
+  std::fill(fd_douts[0].begin(), fd_douts[0].end(), 0.0f);
+  r.set(r.dout[0], fd_douts[0]);
+  r.backward();
+  const Vec dx_no0 = r.get(r.din[0], kRows * 6);
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(dx[i] - dx_no0[i], (x[i] > 0 ? 1.0 : 0.1) * x[i] * douts[0][i], 1e-6) << i;
+  expect_fd(r, r.in[0], x, dx_no0, fd_douts, "dx");
+  expect_fd(r, r.in[1], y, dy, douts, "dy");
+}
+
 std::string error_of(const std::string& text, ErrorKind kind) {
   try {
     graph(text);
