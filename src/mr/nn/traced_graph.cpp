@@ -195,6 +195,18 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
   nd.kind = info.kind;
   nd.sub = info.sub;
   const auto kind = static_cast<TracedKind>(info.kind);
+  // Unknown keys and attributes are errors (a misspelt "keepdims" must not
+  // silently become the default).
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (it.key() != "op" && it.key() != "in" && it.key() != "attrs" && it.key() != "line")
+      node_fail(ErrorKind::value, c, "unknown key \"", it.key(), "\"");
+  if (j.contains("attrs")) {
+    if (!j["attrs"].is_object()) node_fail(ErrorKind::value, c, "\"attrs\" must be an object");
+    const std::vector<std::string> allowed = traced_op_attrs(kind, nd.op);
+    for (auto it = j["attrs"].begin(); it != j["attrs"].end(); ++it)
+      if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end())
+        node_fail(ErrorKind::value, c, "unknown attribute \"", it.key(), "\"");
+  }
   switch (kind) {
     case TracedKind::unary:
       arity(1);
@@ -290,7 +302,6 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
       nd.extent = prod(s, a0, a1);
       nd.inner = prod(s, a1, s.dims.size());
       nd.rows_in = !s.batched ? 0 : (a0 > 0 ? 1 : 2);
-      nd.count_fixed = nd.extent;
       if (kind == TracedKind::softmax && !lse) {
         nd.shape = s;
         break;

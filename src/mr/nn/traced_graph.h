@@ -94,8 +94,7 @@ class TracedGraph {
     // 2 extent).
     int64_t outer = 1, extent = 1, inner = 1;
     int rows_in = 0;
-    int64_t count_fixed = 1;  // mean: elements per output (times rows when rows_in == 2)
-    Broadcast bc;             // binary / where, batch extent 2 (scaled at run time)
+    Broadcast bc;  // binary / where, batch extent 2 (scaled at run time)
     bool bc_batched = false;
     std::vector<int64_t> perm;               // transpose
     int64_t m = 0, n = 0, k = 0, loops = 0;  // matmul

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace mr {
 
@@ -28,5 +29,7 @@ struct TracedOpInfo {
   int sub = 0;
 };
 TracedOpInfo traced_op_info(const std::string& op);
+// The attribute names an op of `kind` (named `op`) takes (Keras' names).
+std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op);
 
 }  // namespace mr

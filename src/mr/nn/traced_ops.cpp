@@ -32,6 +32,33 @@ TracedOpInfo traced_op_info(const std::string& op) {
   return {};
 }
 
+std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op) {
+  switch (kind) {
+    case TracedKind::unary:
+      if (op == "gelu") return {"approximate"};
+      return {};
+    case TracedKind::reduce:
+    case TracedKind::mean:
+      return {"axis", "keepdims"};
+    case TracedKind::softmax:
+      if (op == "logsumexp") return {"axis", "keepdims"};
+      return {"axis"};
+    case TracedKind::reshape:
+      return {"shape"};
+    case TracedKind::expand_dims:
+    case TracedKind::squeeze:
+      return {"axis"};
+    case TracedKind::transpose:
+      return {"axes"};
+    case TracedKind::binary:
+    case TracedKind::where:
+    case TracedKind::matmul:
+    case TracedKind::stop_gradient:
+    default:
+      return {};
+  }
+}
+
 // Every pointer a run needs, resolved once per call (no allocation).
 struct TracedGraph::Ptrs {
   int64_t rows = 0;

@@ -495,6 +495,16 @@ TEST(TracedGraph, ParseAndShapeErrorsNameTheNode) {
           R"({"op": "gelu", "in": [["node", 0]], "attrs": {"approximate": 1}}], "outputs": [["node", 1]]})",
       ErrorKind::value);
   EXPECT_NE(msg.find("approximate"), std::string::npos) << msg;
+  msg = error_of(
+      head +
+          R"({"op": "sum", "in": [["node", 0]], "attrs": {"keepdim": true}}], "outputs": [["node", 1]]})",
+      ErrorKind::value);
+  EXPECT_NE(msg.find("node 1 (op \"sum\"): unknown attribute \"keepdim\""), std::string::npos)
+      << msg;
+  msg = error_of(
+      head + R"({"op": "abs", "in": [["node", 0]], "atrs": {}}], "outputs": [["node", 1]]})",
+      ErrorKind::value);
+  EXPECT_NE(msg.find("unknown key \"atrs\""), std::string::npos) << msg;
 }
 
 TEST(TracedGraph, SameBitsOnOneAndTwoThreads) {
