@@ -278,6 +278,47 @@ TEST(TracedGraph, BroadcastsConstantsAndWeights) {
   }
 }
 
+TEST(TracedGraph, CrossBroadcastGradientsSumOverTheBatchAxis) {
+  // a[B, 1, 3] * b[B, 2, 1] + w[2, 1] - where(c[B, 2, 3], a, w): every operand broadcast
+  // along some axis; w's gradient sums over the rows.
+  const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 1, 3]}, {"shape": [null, 2, 1]},
+                                             {"shape": [null, 2, 3]}],
+    "weights": [{"name": "w", "shape": [2, 1]}],
+    "nodes": [{"op": "multiply", "in": [["input", 0], ["input", 1]]},
+              {"op": "add", "in": [["node", 0], ["weight", 0]]},
+              {"op": "where", "in": [["input", 2], ["input", 0], ["weight", 0]]},
+              {"op": "subtract", "in": [["node", 1], ["node", 2]]}],
+    "outputs": [["node", 3]]})");
+  EXPECT_EQ(g.output_shapes()[0].dims, (std::vector<int64_t>{-1, 2, 3}));
+  CpuBackend be(0, 1);
+  GraphRun r(be, g, kRows);
+  const Vec a = uniform_floats(kRows * 3, 40), b = uniform_floats(kRows * 2, 41),
+            w = uniform_floats(2, 42);
+  Vec c = uniform_floats(kRows * 6, 43);
+  for (float& v : c) v = v > 0 ? 1.0f : 0.0f;
+  const Vec dout = uniform_floats(kRows * 6, 44);
+  r.set(r.in[0], a);
+  r.set(r.in[1], b);
+  r.set(r.in[2], c);
+  r.set(r.w[0], w);
+  r.set(r.dout[0], dout);
+  r.forward();
+  const Vec out = r.output();
+  for (int64_t n = 0; n < kRows; ++n)
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) {
+        const double av = a[n * 3 + j], wv = w[i];
+        const double want = av * b[n * 2 + i] + wv - (c[n * 6 + i * 3 + j] != 0 ? av : wv);
+        EXPECT_NEAR(out[n * 6 + i * 3 + j], want, 1e-6);
+      }
+  r.backward();
+  const Vec da = r.get(r.din[0], kRows * 3), db = r.get(r.din[1], kRows * 2),
+            dw = r.get(r.dw[0], 2);
+  expect_fd(r, r.in[0], a, da, {dout}, "da");
+  expect_fd(r, r.in[1], b, db, {dout}, "db");
+  expect_fd(r, r.w[0], w, dw, {dout}, "dw");
+}
+
 TEST(TracedGraph, ViewsAndTransposeRoundTrip) {
   // [B,2,3] -> [B,6] -> [B,1,6] -> [B,6] -> [B,3,2] -> transpose [B,2,3] -> * c
   const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 2, 3]}],
