@@ -286,10 +286,6 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
       std::sort(axes.begin(), axes.end());
       if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
         node_fail(ErrorKind::value, c, "\"axis\" repeats an axis");
-      if (!axes.empty() && axes.back() - axes.front() + 1 != static_cast<int>(axes.size()))
-        node_fail(ErrorKind::value, c,
-                  "reducing over non-adjacent axes is not supported yet (reduce them one op at a "
-                  "time)");
       const Json* kd = attr(j, "keepdims");
       if (kd && !kd->is_boolean())
         node_fail(ErrorKind::value, c, "\"keepdims\" must be true or false");
@@ -298,17 +294,36 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
           axes.empty() ? static_cast<size_t>(rank) : static_cast<size_t>(axes.front());
       const size_t a1 =
           axes.empty() ? static_cast<size_t>(rank) : static_cast<size_t>(axes.back()) + 1;
-      nd.outer = prod(s, 0, a0);
-      nd.extent = prod(s, a0, a1);
-      nd.inner = prod(s, a1, s.dims.size());
-      nd.rows_in = !s.batched ? 0 : (a0 > 0 ? 1 : 2);
+      const bool adjacent =
+          axes.empty() || axes.back() - axes.front() + 1 == static_cast<int>(axes.size());
+      std::vector<bool> reduced(s.dims.size(), false);
+      for (int a : axes) reduced[static_cast<size_t>(a)] = true;
+      if (adjacent) {
+        nd.outer = prod(s, 0, a0);
+        nd.extent = prod(s, a0, a1);
+        nd.inner = prod(s, a1, s.dims.size());
+        nd.rows_in = !s.batched ? 0 : (a0 > 0 ? 1 : 2);
+      } else {
+        // Axes apart (e.g. 1 and 3): a strided_copy moves the kept axes first
+        // and the reduced ones last, then one reduction over the tail.
+        if (s.dims.size() > static_cast<size_t>(kMaxStridedRank))
+          node_fail(ErrorKind::value, c, "rank ", s.dims.size(), " is above ", kMaxStridedRank);
+        for (int pass = 0; pass < 2; ++pass)
+          for (size_t a = 0; a < s.dims.size(); ++a)
+            if (reduced[a] == (pass == 1)) nd.perm.push_back(static_cast<int64_t>(a));
+        nd.outer = nd.extent = 1;
+        for (size_t a = 0; a < s.dims.size(); ++a)
+          (reduced[a] ? nd.extent : nd.outer) *= (s.batched && a == 0) ? 1 : s.dims[a];
+        nd.inner = 1;
+        nd.rows_in = !s.batched ? 0 : (reduced[0] ? 2 : 1);
+      }
       if (kind == TracedKind::softmax && !lse) {
         nd.shape = s;
         break;
       }
-      nd.shape.batched = s.batched && a0 > 0;
+      nd.shape.batched = s.batched && !reduced[0];
       for (size_t a = 0; a < s.dims.size(); ++a) {
-        if (a >= a0 && a < a1) {
+        if (reduced[a]) {
           if (keep) nd.shape.dims.push_back(1);
         } else {
           nd.shape.dims.push_back(s.dims[a]);
@@ -537,6 +552,13 @@ void TracedGraph::plan() {
     } else {
       for (size_t k = kind == TracedKind::where ? 1 : 0; k < nd.in.size(); ++k)
         nd.needs_grad = nd.needs_grad || ref_needs_grad(nd.in[k]);
+    }
+    if (!nd.perm.empty() && kind != TracedKind::transpose) {
+      // The operand of a reduction over axes apart, permuted (kept for max / min's VJP).
+      const ValueShape& src = shape_of(nd.in[0]);
+      int64_t& pa = src.batched ? aux_pr_ : aux_fixed_;
+      nd.perm_off = pa;
+      pa += prod(src, 0, src.dims.size());
     }
     const int64_t p = prod(nd.shape, 0, nd.shape.dims.size());
     int64_t& aux = nd.shape.batched ? aux_pr_ : aux_fixed_;

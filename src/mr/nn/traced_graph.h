@@ -96,7 +96,9 @@ class TracedGraph {
     int rows_in = 0;
     Broadcast bc;  // binary / where, batch extent 2 (scaled at run time)
     bool bc_batched = false;
-    std::vector<int64_t> perm;               // transpose
+    // transpose; reduce / mean over axes apart: kept axes, then reduced ones
+    std::vector<int64_t> perm;
+    int64_t perm_off = 0;  // reduce / mean over axes apart: the permuted operand in aux
     int64_t m = 0, n = 0, k = 0, loops = 0;  // matmul
     bool view = false;
     bool needs_grad = false;
@@ -115,6 +117,8 @@ class TracedGraph {
   const ValueShape& shape_of(Ref r) const;
   int64_t floats(const ValueShape& s, int64_t rows) const;
   bool ref_needs_grad(Ref r) const;
+  float* perm_ptr(const Ptrs& p, const Node& nd) const;
+  const float* reduce_src(Backend& be, const Ptrs& p, const Node& nd) const;
   void run_forward(Backend& be, const Ptrs& p, const Node& nd) const;
   void run_backward(Backend& be, const Ptrs& p, const Node& nd) const;
 

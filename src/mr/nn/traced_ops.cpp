@@ -165,6 +165,21 @@ StridedCopy transpose_copy(const std::vector<int64_t>& src_dims, bool batched,
 
 }  // namespace
 
+float* TracedGraph::perm_ptr(const Ptrs& p, const Node& nd) const {
+  return shape_of(nd.in[0]).batched ? p.aux + nd.perm_off * p.rows
+                                    : p.aux + aux_pr_ * p.rows + nd.perm_off;
+}
+
+// A reduction's input: the operand, or (axes apart) its permuted copy, made here.
+const float* TracedGraph::reduce_src(Backend& be, const Ptrs& p, const Node& nd) const {
+  if (nd.perm.empty()) return value_ptr(p, nd.in[0]);
+  const ValueShape& s = shape_of(nd.in[0]);
+  float* dst = perm_ptr(p, nd);
+  be.strided_copy(transpose_copy(s.dims, s.batched, nd.perm, p.rows, false), value_ptr(p, nd.in[0]),
+                  dst);
+  return dst;
+}
+
 void TracedGraph::run_forward(Backend& be, const Ptrs& p, const Node& nd) const {
   const int64_t rows = p.rows;
   float* y = value_ptr(p, Ref{RefKind::node, static_cast<int>(&nd - nodes_.data())});
@@ -183,13 +198,14 @@ void TracedGraph::run_forward(Backend& be, const Ptrs& p, const Node& nd) const 
       break;
     case TracedKind::reduce: {
       const View3 v = view_at(nd, rows);
-      be.reduce(static_cast<ReduceOp>(nd.sub), v.outer, v.extent, v.inner, in(0), y);
+      be.reduce(static_cast<ReduceOp>(nd.sub), v.outer, v.extent, v.inner, reduce_src(be, p, nd),
+                y);
       break;
     }
     case TracedKind::mean: {
       // Keras' mean: the sum, then times 1 / count (0 / 0 = NaN for no elements).
       const View3 v = view_at(nd, rows);
-      be.reduce(ReduceOp::sum, v.outer, v.extent, v.inner, in(0), p.tmp[0]);
+      be.reduce(ReduceOp::sum, v.outer, v.extent, v.inner, reduce_src(be, p, nd), p.tmp[0]);
       be.fill(ny, y, 0.0f);
       be.axpy(ny, 1.0f / static_cast<float>(v.extent), p.tmp[0], y);
       break;
@@ -277,21 +293,27 @@ void TracedGraph::run_backward(Backend& be, const Ptrs& p, const Node& nd) const
       }
       break;
     }
-    case TracedKind::reduce: {
-      const View3 v = view_at(nd, rows);
-      contribute(0, [&](float* dx) {
-        be.reduce_backward(static_cast<ReduceOp>(nd.sub), v.outer, v.extent, v.inner, in(0), y, dy,
-                           dx);
-      });
-      break;
-    }
+    case TracedKind::reduce:
     case TracedKind::mean: {
       const View3 v = view_at(nd, rows);
-      be.fill(ny, p.tmp[0], 0.0f);
-      be.axpy(ny, 1.0f / static_cast<float>(v.extent), dy, p.tmp[0]);
+      const bool is_mean = static_cast<TracedKind>(nd.kind) == TracedKind::mean;
+      const auto op = is_mean ? ReduceOp::sum : static_cast<ReduceOp>(nd.sub);
+      const float* g = dy;
+      if (is_mean) {
+        be.fill(ny, p.tmp[0], 0.0f);
+        be.axpy(ny, 1.0f / static_cast<float>(v.extent), dy, p.tmp[0]);
+        g = p.tmp[0];
+      }
+      const float* x = nd.perm.empty() ? in(0) : perm_ptr(p, nd);
       contribute(0, [&](float* dx) {
-        be.reduce_backward(ReduceOp::sum, v.outer, v.extent, v.inner, nullptr, nullptr, p.tmp[0],
-                           dx);
+        if (nd.perm.empty()) {
+          be.reduce_backward(op, v.outer, v.extent, v.inner, x, y, g, dx);
+        } else {
+          // In the permuted layout, then back to the operand's.
+          be.reduce_backward(op, v.outer, v.extent, v.inner, x, y, g, p.tmp[1]);
+          const ValueShape& s = shape_of(nd.in[0]);
+          be.strided_copy(transpose_copy(s.dims, s.batched, nd.perm, rows, true), p.tmp[1], dx);
+        }
       });
       break;
     }

@@ -361,8 +361,11 @@ TEST(TracedGraph, ReductionsOverAxisListsAndTheBatchAxis) {
               {"op": "max", "in": [["input", 0]], "attrs": {"axis": -1}},
               {"op": "mean", "in": [["input", 0]], "attrs": {"axis": null}},
               {"op": "mean", "in": [["input", 0]], "attrs": {"axis": 0}},
-              {"op": "softmax", "in": [["input", 0]], "attrs": {"axis": 0}}],
-    "outputs": [["node", 0], ["node", 1], ["node", 2], ["node", 3], ["node", 4]]})");
+              {"op": "softmax", "in": [["input", 0]], "attrs": {"axis": 0}},
+              {"op": "sum", "in": [["input", 0]], "attrs": {"axis": [1, 3]}},
+              {"op": "max", "in": [["input", 0]], "attrs": {"axis": [0, 2], "keepdims": true}}],
+    "outputs": [["node", 0], ["node", 1], ["node", 2], ["node", 3], ["node", 4], ["node", 5],
+                ["node", 6]]})");
   const auto s = g.output_shapes();
   EXPECT_EQ(s[0].dims, (std::vector<int64_t>{-1, 1, 1, 4}));
   EXPECT_EQ(s[1].dims, (std::vector<int64_t>{-1, 2, 3}));
@@ -371,6 +374,9 @@ TEST(TracedGraph, ReductionsOverAxisListsAndTheBatchAxis) {
   EXPECT_EQ(s[3].dims, (std::vector<int64_t>{2, 3, 4}));
   EXPECT_FALSE(s[3].batched);
   EXPECT_TRUE(s[4].batched);
+  EXPECT_EQ(s[5].dims, (std::vector<int64_t>{-1, 3}));
+  EXPECT_EQ(s[6].dims, (std::vector<int64_t>{1, 2, 1, 4}));
+  EXPECT_FALSE(s[6].batched);
   CpuBackend be(0, 1);
   GraphRun r(be, g, kRows);
   // Distinct values 0.05 apart: max's finite differences (step 1e-2) never
@@ -379,7 +385,7 @@ TEST(TracedGraph, ReductionsOverAxisListsAndTheBatchAxis) {
   for (size_t i = 0; i < x.size(); ++i)
     x[i] = static_cast<float>((i * 37) % x.size()) * 0.05f - 3.0f;
   std::vector<Vec> douts;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < 7; ++i) {
     douts.push_back(uniform_floats(static_cast<size_t>(g.output_floats(i, kRows)), 19, i));
     r.set(r.dout[static_cast<size_t>(i)], douts.back());
   }
@@ -406,6 +412,21 @@ TEST(TracedGraph, ReductionsOverAxisListsAndTheBatchAxis) {
     for (int64_t b = 0; b < kRows; ++b) s2 += x[b * 24 + e];
     EXPECT_NEAR(o3[e], s2 / kRows, 1e-6);
   }
+  const Vec o5 = r.output(5), o6 = r.output(6);
+  for (int64_t b = 0; b < kRows; ++b)
+    for (int j = 0; j < 3; ++j) {
+      double s13 = 0.0;
+      for (int i = 0; i < 2; ++i)
+        for (int k = 0; k < 4; ++k) s13 += x[b * 24 + i * 12 + j * 4 + k];
+      EXPECT_NEAR(o5[b * 3 + j], s13, 1e-5);
+    }
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 4; ++k) {
+      float m = -1e30f;
+      for (int64_t b = 0; b < kRows; ++b)
+        for (int j = 0; j < 3; ++j) m = std::max(m, x[b * 24 + i * 12 + j * 4 + k]);
+      EXPECT_EQ(o6[i * 4 + k], m);
+    }
   r.backward();
   const Vec dx = r.get(r.din[0], kRows * 24);
   expect_fd(r, r.in[0], x, dx, douts, "dx");
