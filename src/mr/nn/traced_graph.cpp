@@ -3,6 +3,7 @@
 #include "nn/traced_graph.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <sstream>
 #include <utility>
 
@@ -68,6 +69,20 @@ TracedGraph::ValueShape parse_shape(const Json& j, bool batched, const std::stri
   return s;
 }
 
+// The "shape" of an input / weight / constant entry: an object with only
+// the keys in `allowed`.
+const Json& entry_shape(const Json& e, std::initializer_list<const char*> allowed,
+                        const std::string& what) {
+  MR_CHECK(e.is_object() && e.contains("shape"), value, what,
+           ": expected an object with a \"shape\", got ", e.dump());
+  for (auto it = e.begin(); it != e.end(); ++it) {
+    bool ok = false;
+    for (const char* a : allowed) ok = ok || it.key() == a;
+    MR_CHECK(ok, value, what, ": unknown key \"", it.key(), "\"");
+  }
+  return e["shape"];
+}
+
 int norm_axis(const NodeCtx& c, int64_t axis, int rank) {
   if (axis < -rank || axis >= rank)
     node_fail(ErrorKind::value, c, "axis ", axis, " is out of range for rank ", rank);
@@ -95,17 +110,20 @@ TracedGraph::TracedGraph(const Json& g) {
              value, "traced graph: unknown key \"", key, "\"");
   }
   for (size_t i = 0; i < g["inputs"].size(); ++i)
-    inputs_.push_back(parse_shape(g["inputs"][i].value("shape", Json()), true,
-                                  "traced graph input " + std::to_string(i)));
+    inputs_.push_back(parse_shape(
+        entry_shape(g["inputs"][i], {"shape"}, "traced graph input " + std::to_string(i)), true,
+        "traced graph input " + std::to_string(i)));
   if (g.contains("weights"))
     for (size_t i = 0; i < g["weights"].size(); ++i)
-      weights_.push_back(parse_shape(g["weights"][i].value("shape", Json()), false,
-                                     "traced graph weight " + std::to_string(i)));
+      weights_.push_back(
+          parse_shape(entry_shape(g["weights"][i], {"name", "shape", "initializer", "trainable"},
+                                  "traced graph weight " + std::to_string(i)),
+                      false, "traced graph weight " + std::to_string(i)));
   if (g.contains("constants"))
     for (size_t i = 0; i < g["constants"].size(); ++i) {
       const Json& c = g["constants"][i];
       const std::string what = "traced graph constant " + std::to_string(i);
-      constants_.push_back(parse_shape(c.value("shape", Json()), false, what));
+      constants_.push_back(parse_shape(entry_shape(c, {"shape", "values"}, what), false, what));
       const Json vals = c.value("values", Json());
       MR_CHECK(vals.is_array() && static_cast<int64_t>(vals.size()) ==
                                       prod(constants_.back(), 0, constants_.back().dims.size()),

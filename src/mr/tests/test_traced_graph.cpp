@@ -567,6 +567,16 @@ TEST(TracedGraph, ParseAndShapeErrorsNameTheNode) {
       head + R"({"op": "abs", "in": [["node", 0]], "atrs": {}}], "outputs": [["node", 1]]})",
       ErrorKind::value);
   EXPECT_NE(msg.find("unknown key \"atrs\""), std::string::npos) << msg;
+  msg = error_of(R"({"inputs": [{"shape": [3]}], "nodes": [], "outputs": [["input", 0]]})",
+                 ErrorKind::value);
+  EXPECT_NE(msg.find("input 0: the shape must start with null"), std::string::npos) << msg;
+  msg = error_of(R"({"inputs": [5], "nodes": [], "outputs": [["input", 0]]})", ErrorKind::value);
+  EXPECT_NE(msg.find("input 0: expected an object"), std::string::npos) << msg;
+  msg = error_of(R"({"inputs": [{"shape": [null]}], "constants": [{"shape": [2], "values": [1]}],
+                     "nodes": [], "outputs": [["input", 0]]})",
+                 ErrorKind::value);
+  EXPECT_NE(msg.find("constant 0: \"values\" must be a list of 2 numbers"), std::string::npos)
+      << msg;
 }
 
 TEST(TracedGraph, SameBitsOnOneAndTwoThreads) {
