@@ -13,13 +13,21 @@
 //
 // Buffers (sizes from aux_floats / scratch_floats / constant_floats, all
 // made before any step; forward and backward allocate nothing):
-//   aux       every node's forward value, kept for backward;
+//   aux       every node's forward value, kept for backward (no liveness
+//             reuse yet), the permuted operand of a reduction over axes
+//             apart, and forward's one temporary;
 //   scratch   gradient buffers of the nodes, three shared temporaries of
-//             the VJPs, and a gradient sink for inputs the caller does not
-//             want a gradient of;
+//             the VJPs, and gradient sinks for inputs and weights the
+//             caller passes no gradient buffer for;
 //   constants the graph's constants, uploaded once by upload_constants().
 // Views (reshape, expand_dims, squeeze) alias their operand's value and
-// gradient buffers: they cost no copy and no VJP.
+// gradient buffers: they cost no copy and no VJP. Backward walks the nodes
+// in reverse; the first contribution to a gradient buffer (planned at
+// construction) writes it, later ones are added (axpy, or gemm's beta), so a
+// value used twice gets the sum of its gradients. Every op is a Backend op:
+// the graph runs on any backend, deterministically where its ops are.
+// Not thread-safe per call: one backend per call, buffers per replica; the
+// graph itself is immutable after construction and may be shared.
 #pragma once
 
 #include <cstdint>
@@ -70,13 +78,18 @@ class TracedGraph {
   }
   int64_t scratch_floats(int64_t rows) const;
 
-  // outputs[i] = graph output i. inputs[i]: rows x per-sample floats;
-  // weights[i], constants: as uploaded; aux: aux_floats(rows).
+  // outputs[i] = graph output i (output_floats(i, rows) floats; outputs are
+  // nodes or inputs). inputs[i]: rows x per-sample floats; weights[i]:
+  // their shape's floats; constants: as upload_constants() wrote them (may
+  // be null without constants); aux: aux_floats(rows) floats. All pointers
+  // are device memory of `be`; rows >= 0.
   void forward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
                const float* constants, float* const* outputs, float* aux) const;
   // Gradients of sum_i <outputs[i], d_outputs[i]>: d_inputs[i] (null: not
   // wanted) and d_weights[i] (null: not wanted) are written, not
-  // accumulated (zeros where no path reaches them). aux as forward left it.
+  // accumulated (zeros where no path reaches them). aux as forward left it
+  // for the same rows and inputs; scratch: scratch_floats(rows) floats.
+  // d_inputs / d_weights as arrays may be null (no gradient wanted at all).
   void backward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
                 const float* constants, const float* aux, float* scratch,
                 const float* const* d_outputs, float* const* d_inputs,

@@ -1,6 +1,6 @@
 // TracedGraph on a CUDA backend against the same graph on the CPU backend:
 // a dense layer with weights, a cross-entropy from logits and reductions
-// (including over the batch axis and a transpose), forward values and every
+// (including over the batch axis, over axes apart, and a transpose), forward values and every
 // gradient within 1e-5 relative + 1e-6 absolute. Skips without a GPU.
 #include <gtest/gtest.h>
 
@@ -107,8 +107,9 @@ TEST(GpuTracedGraph, MatchesTheCpu) {
     "nodes": [{"op": "transpose", "in": [["input", 0]], "attrs": {"axes": [0, 2, 1]}},
               {"op": "mean", "in": [["node", 0]], "attrs": {"axis": 0}},
               {"op": "max", "in": [["node", 0]], "attrs": {"axis": [1, 2], "keepdims": true}},
-              {"op": "softmax", "in": [["input", 0]], "attrs": {"axis": 0}}],
-    "outputs": [["node", 1], ["node", 2], ["node", 3]]})",
+              {"op": "softmax", "in": [["input", 0]], "attrs": {"axis": 0}},
+              {"op": "sum", "in": [["input", 0]], "attrs": {"axis": [0, 2]}}],
+    "outputs": [["node", 1], ["node", 2], ["node", 3], ["node", 4]]})",
               rows, {uniform_floats(rows * 6, 96)}, {});
 }
 
