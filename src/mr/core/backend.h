@@ -128,6 +128,21 @@ struct StridedCopy {
   int64_t sum_stride[kMaxStridedRank] = {};
 };
 
+// The strided_copy that transposes a row-major rows x cols matrix:
+// dst[j * ldd + i] = src[i * lds + j] for i < rows, j < cols (lds >= cols,
+// ldd >= rows). The CPU runs it on a register transpose when cols <= 16.
+inline StridedCopy matrix_transpose(int64_t rows, int64_t cols, int64_t lds, int64_t ldd) {
+  StridedCopy c;
+  c.rank = 2;
+  c.dims[0] = cols;
+  c.dims[1] = rows;
+  c.src_stride[0] = 1;
+  c.src_stride[1] = lds;
+  c.dst_stride[0] = ldd;
+  c.dst_stride[1] = 1;
+  return c;
+}
+
 class Backend;
 
 // ---- i15-ops: the kinds and index box of the traced-graph ops (defined in

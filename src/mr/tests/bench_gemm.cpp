@@ -145,14 +145,7 @@ double bench(mr::Backend& be, const Shape& s, double secs) {
 double transpose_us(mr::Backend& be, long k, long units, double secs) {
   AlignedVec w(static_cast<size_t>(k * units)), wt(static_cast<size_t>(k * units));
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 97) * 1e-2f;
-  mr::StridedCopy c;
-  c.rank = 2;
-  c.dims[0] = units;
-  c.dims[1] = k;
-  c.src_stride[0] = 1;
-  c.src_stride[1] = units;
-  c.dst_stride[0] = k;
-  c.dst_stride[1] = 1;
+  const mr::StridedCopy c = mr::matrix_transpose(k, units, units, k);
   const long reps = 20000;
   double best = 1e30;
   const auto t_end = Clock::now() + std::chrono::duration<double>(secs);

@@ -191,15 +191,7 @@ TEST(CpuGemmNarrow, StridedCopyTransposesNarrowBlocks) {
         const int64_t lds = cols + pad, ldd = rows + 2 * pad;
         const Vec src = random_vec(static_cast<size_t>(rows * lds), seed++);
         Vec dst(static_cast<size_t>(cols * ldd), -7.0f);
-        StridedCopy c;
-        c.rank = 2;
-        c.dims[0] = cols;
-        c.dims[1] = rows;
-        c.src_stride[0] = 1;
-        c.src_stride[1] = lds;
-        c.dst_stride[0] = ldd;
-        c.dst_stride[1] = 1;
-        be.strided_copy(c, src.data(), dst.data());
+        be.strided_copy(matrix_transpose(rows, cols, lds, ldd), src.data(), dst.data());
         for (int64_t j = 0; j < cols; ++j)
           for (int64_t q = 0; q < ldd; ++q) {
             const float want = q < rows ? src[static_cast<size_t>(q * lds + j)] : -7.0f;

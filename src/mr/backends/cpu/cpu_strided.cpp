@@ -15,9 +15,10 @@ void CpuBackend::strided_copy(const StridedCopy& c, const float* src, float* dst
       internal, "strided_copy: rank ", c.rank, " / sum rank ", c.sum_rank, " out of range");
   const int64_t n = kmath::box_size(c.rank, c.dims);
   if (n <= 0) return;
-  // dst[j, p] = src[p, j] with j < 16 (a narrow Dense kernel kept transposed,
-  // keeps_transposed_narrow_weights): the register transpose of the narrow
-  // GEMM kernels, several times faster than the loop below's element a cycle.
+  // matrix_transpose() of a matrix of <= 16 columns (a narrow Dense kernel
+  // kept transposed, keeps_transposed_narrow_weights): the register transpose
+  // of the narrow GEMM kernels, several times faster than the loop below's
+  // element a cycle.
   if (c.rank == 2 && c.sum_rank == 0 && c.dims[0] <= 16 && c.src_stride[0] == 1 &&
       c.dst_stride[1] == 1) {
     cpu::narrow_transpose(src, c.src_stride[1], c.dims[1], c.dims[0], dst, c.dst_stride[0]);

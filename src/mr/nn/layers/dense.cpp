@@ -69,7 +69,7 @@ class Dense final : public Layer {
                      units_);
     } else if (transposed(a.be)) {
       // W^T in work, kept for backward; z = x (W^T)^T.
-      a.be.strided_copy(transpose_of_kernel(k), a.params[0], a.work);
+      a.be.strided_copy(matrix_transpose(k, units_, units_, k), a.params[0], a.work);
       a.be.gemm(false, true, m, units_, k, 1.0f, a.in[0], k, a.work, k, 0.0f, z, units_);
     } else {
       a.be.gemm(false, false, m, units_, k, 1.0f, a.in[0], k, a.params[0], units_, 0.0f, z, units_);
@@ -153,18 +153,6 @@ class Dense final : public Layer {
   // Whether this f32 pass keeps W^T in work (forward makes it).
   bool transposed(const Backend& be) const {
     return units_ <= kNarrowUnits && be.keeps_transposed_narrow_weights(units_);
-  }
-  // W[k, units] -> work[units, k]: dst[j, p] = W[p, j].
-  StridedCopy transpose_of_kernel(int64_t k) const {
-    StridedCopy c;
-    c.rank = 2;
-    c.dims[0] = units_;
-    c.dims[1] = k;
-    c.src_stride[0] = 1;
-    c.src_stride[1] = units_;
-    c.dst_stride[0] = k;
-    c.dst_stride[1] = 1;
-    return c;
   }
 
   std::string name_, who_;
