@@ -59,15 +59,8 @@ class GpuTracedOps : public ::testing::Test {
   std::vector<DeviceBuffer> bufs_;
 };
 
-const UnaryOp kUnary[] = {UnaryOp::negative, UnaryOp::abs,     UnaryOp::sign, UnaryOp::square,
-                          UnaryOp::sqrt,     UnaryOp::exp,     UnaryOp::log,  UnaryOp::log1p,
-                          UnaryOp::relu,     UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::gelu_tanh,
-                          UnaryOp::gelu_erf, UnaryOp::silu};
-const BinaryOp kBinary[] = {BinaryOp::add,          BinaryOp::subtract,   BinaryOp::multiply,
-                            BinaryOp::divide,       BinaryOp::power,      BinaryOp::maximum,
-                            BinaryOp::minimum,      BinaryOp::equal,      BinaryOp::not_equal,
-                            BinaryOp::less,         BinaryOp::less_equal, BinaryOp::greater,
-                            BinaryOp::greater_equal};
+const std::vector<UnaryOp> kUnary = testref::all_unary_ops();
+const std::vector<BinaryOp> kBinary = testref::all_binary_ops();
 
 TEST_F(GpuTracedOps, UnaryForwardAndBackwardMatchTheCpu) {
   Vec x = uniform_floats(5000, 81, 0, -6.0f, 6.0f);

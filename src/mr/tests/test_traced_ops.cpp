@@ -34,15 +34,8 @@ using Vec = std::vector<float>;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-const UnaryOp kUnary[] = {UnaryOp::negative, UnaryOp::abs,     UnaryOp::sign, UnaryOp::square,
-                          UnaryOp::sqrt,     UnaryOp::exp,     UnaryOp::log,  UnaryOp::log1p,
-                          UnaryOp::relu,     UnaryOp::sigmoid, UnaryOp::tanh, UnaryOp::gelu_tanh,
-                          UnaryOp::gelu_erf, UnaryOp::silu};
-const BinaryOp kBinary[] = {BinaryOp::add,          BinaryOp::subtract,   BinaryOp::multiply,
-                            BinaryOp::divide,       BinaryOp::power,      BinaryOp::maximum,
-                            BinaryOp::minimum,      BinaryOp::equal,      BinaryOp::not_equal,
-                            BinaryOp::less,         BinaryOp::less_equal, BinaryOp::greater,
-                            BinaryOp::greater_equal};
+const std::vector<UnaryOp> kUnary = testref::all_unary_ops();
+const std::vector<BinaryOp> kBinary = testref::all_binary_ops();
 
 // Random points of op's smooth domain, away from kinks (0 for abs, sign,
 // relu) and from the edges of sqrt / log / log1p.

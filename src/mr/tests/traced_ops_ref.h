@@ -17,6 +17,19 @@ namespace testref {
 
 constexpr double kPi = 3.14159265358979323846;
 
+// Every kind, in enum order (op_kinds.h ties the counts to the last
+// enumerators, so a kind added there is tested everywhere these are used).
+inline std::vector<UnaryOp> all_unary_ops() {
+  std::vector<UnaryOp> v;
+  for (int k = 0; k < kUnaryOpCount; ++k) v.push_back(static_cast<UnaryOp>(k));
+  return v;
+}
+inline std::vector<BinaryOp> all_binary_ops() {
+  std::vector<BinaryOp> v;
+  for (int k = 0; k < kBinaryOpCount; ++k) v.push_back(static_cast<BinaryOp>(k));
+  return v;
+}
+
 inline double unary(UnaryOp op, double x) {
   switch (op) {
     case UnaryOp::negative:
