@@ -56,12 +56,12 @@ def team_handoff(binary, n):
     return statistics.median(trip), statistics.median(team)
 
 
-def split_budget(keys, runs, ceil2, handoff, med):
-    """Lines on the products that run on one thread: how much time a 2-way split could spend on
-    its hand-off and still reach 60% of the 2-thread ceiling, against the measured hand-off."""
+def split_budget(medians, ceil2, handoff, n_runs):
+    """Lines on the products that run on one thread (medians: key -> (1-thread, 2-thread)
+    GFLOP/s): how much time a 2-way split could spend on its hand-off and still reach 60% of the
+    2-thread ceiling, against the measured hand-off."""
     out = []
-    for key in keys:
-        one = med([r[0][key][0] for r in runs if key in r[0]])
+    for key, (one, _) in medians.items():
         label, op, m, n, k = key
         if min(int(m), int(n), int(k)) > 16 or int(m) * int(n) * int(k) >= SPLIT_MIN_MACS:
             continue  # split over the team
@@ -72,7 +72,7 @@ def split_budget(keys, runs, ceil2, handoff, med):
                    f" ceiling it must take {budget:.2f} us, so a 2-way split (halves of {t1 / 2:.2f} us at the"
                    f" same speed) has {1000 * (budget - t1 / 2):.0f} ns for its hand-off")
     if out and handoff:
-        out.append(f"- measured (`build/bench_team_handoff`, median of {len(runs)} runs): a cross-core round trip"
+        out.append(f"- measured (`build/bench_team_handoff`, median of {n_runs} runs): a cross-core round trip"
                    f" {handoff[0]:.0f} ns, an empty 2-member ThreadTeam::run {handoff[1]:.0f} ns")
     return out
 
@@ -115,15 +115,15 @@ def main():
         "| product | op | m | n | k | 1 thread GFLOP/s | share of the 1-thread ceiling | 2 threads GFLOP/s | share of the 2-thread ceiling |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
-    for key in keys:
-        one = med([r[0][key][0] for r in runs if key in r[0]])
-        two = med([r[0][key][1] for r in runs if key in r[0]])
+    medians = {key: (med([r[0][key][0] for r in runs if key in r[0]]), med([r[0][key][1] for r in runs if key in r[0]]))
+               for key in keys}
+    for key, (one, two) in medians.items():
         label, op, m, n, k = key
         lines.append(
             f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {100 * one / ceil1:.0f}% | {two:.1f} | {100 * two / ceil2:.0f}% |"
         )
     lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2."]
-    budget = split_budget(keys, runs, ceil2, handoff, med)
+    budget = split_budget(medians, ceil2, handoff, len(runs))
     if budget:
         lines += ["", "Why the output layer's products run on one thread: what a split would have to reach.", ""]
         lines += budget
