@@ -6,7 +6,7 @@
 # outputs to build the graph the C++ core runs. Weights do not live in layers
 # but in the model's replicas (see model.R).
 
-Layer <- R6::R6Class("mirrored_layer",
+LayerNode <- R6::R6Class("mirrored_layer",
   public = list(
     class_name = NULL,
     name = NULL,
@@ -165,12 +165,12 @@ new_layer <- function(class_name, config, dots, call = sys.call(-1)) {
   # The given policy, else the global one (R/mixed-precision.R).
   dtype <- layer_dtype_config(dots$dtype, call_name(call), call = call)
   if (!is.null(dtype)) config$dtype <- dtype
-  Layer$new(class_name, config, input_shape = dots$input_shape, call = call)
+  LayerNode$new(class_name, config, input_shape = dots$input_shape, call = call)
 }
 
 # The InputLayer of a model taking samples of per-sample `shape`.
 input_layer <- function(shape, name = NULL, call = sys.call(-1)) {
-  Layer$new("InputLayer", list(batch_shape = c(list(NULL), as.list(as.integer(shape))),
+  LayerNode$new("InputLayer", list(batch_shape = c(list(NULL), as.list(as.integer(shape))),
                                name = name %||% auto_name("input_layer")), call = call)
 }
 

@@ -100,6 +100,7 @@ as_loss_matrix <- function(x, arg, call) {
 # Per-sample values of `self`'s loss (one per row of p), from the family
 # files' formulas.
 loss_per_sample <- function(self, y_true, p, call) {
+  if (self$kind == "traced") return(traced_per_sample(self$fn, y_true, p, "The loss function", call))
   f <- c(loss_formulas_probabilistic, loss_formulas_regression, loss_formulas_hinge)[[self$kind]]
   f(self$args, y_true, p, call)
 }
@@ -147,6 +148,8 @@ loss_constructors <- function() {
 }
 
 as_loss <- function(x, call = sys.call(-1)) {
+  # A function written with op_* (R/losses-custom.R).
+  if (is.function(x) && !inherits(x, "mirrored_loss")) return(function_loss(x, call = call))
   if (inherits(x, "mirrored_loss")) {
     if (x$reduction != "sum_over_batch_size") {
       abort_value("Training uses reduction \"sum_over_batch_size\"; got {.val {x$reduction}}.", call = call)

@@ -23,6 +23,7 @@ metric_per_sample <- function(metric, y_true, p) {
     categorical_accuracy = as.numeric(argmax(p) == argmax(as.matrix(y_true))),
     binary_accuracy = rowMeans((p > metric$threshold) == (as.matrix(y_true) > 0.5)),
     mean_absolute_error = rowMeans(abs(as.matrix(y_true) - p)),
+    traced = traced_per_sample(metric$fn, y_true, p, paste0("The metric function ", metric$name), NULL),
     metric_mean_per_sample(metric, y_true, p)
   )
 }
@@ -76,8 +77,10 @@ metric_mean_absolute_error <- function(y_true, y_pred, ..., name = "mean_absolut
              if (missing(y_true)) NULL else y_true, if (missing(y_pred)) NULL else y_pred, sys.call())
 }
 
-as_metric <- function(x, loss, arg = "metrics", call = sys.call(-1)) {
+as_metric <- function(x, loss, arg = "metrics", name = "", call = sys.call(-1)) {
   if (inherits(x, "mirrored_metric")) return(x)
+  # A function written with op_* (R/losses-custom.R).
+  if (is.function(x)) return(custom_metric(if (nzchar(name)) name else "custom_metric", x))
   if (is.character(x) && length(x) == 1) {
     if (x %in% c("accuracy", "acc")) {
       m <- switch(loss$kind,

@@ -86,6 +86,8 @@ check_inputs <- function(model, xs, call = sys.call(-1)) {
 # Checks each output's targets against its loss.
 check_targets <- function(model, ys, n, call = sys.call(-1)) {
   labels <- attr(ys, "labels")
+  # Traced losses and metrics take the targets' shape (R/losses-custom.R).
+  ensure_target_shapes(model, lapply(ys, sample_shape), call = call)
   g <- model$graph()
   for (k in seq_along(ys)) {
     y <- ys[[k]]
@@ -97,7 +99,9 @@ check_targets <- function(model, ys, n, call = sys.call(-1)) {
     units <- g$nodes[[g$outputs[k] + 1L]]$shape
     loss <- model$compiled_outputs[[k]]$loss
     width <- prod(sample_shape(y))
-    if (loss$kind == "sparse_categorical_crossentropy") {
+    if (loss$kind == "traced") {
+      next  # its graph was traced for these targets (ensure_target_shapes)
+    } else if (loss$kind == "sparse_categorical_crossentropy") {
       if (width != 1) abort_kind("shape", "{.arg {lab}} must hold one class index per sample for {.val {loss$name}}, got {width} values per sample.", call = call)
       # Labels equal to the loss's ignore_class are masked out, whatever their value.
       ok <- y == round(y) & y >= 0 & y < units

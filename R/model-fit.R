@@ -526,6 +526,10 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
   if (!is.na(n)) {
     g <- model$graph()
     names <- model_input_names(model)
+    if (targets) {  # traced losses and metrics take the targets' shape (R/losses-custom.R)
+      ys <- lapply(info$shapes[n_in + seq_len(n_out)], function(s) if (length(s) && all(s[-1] >= 0)) s[-1])
+      ensure_target_shapes(model, ys, call = call)
+    }
     for (k in seq_len(n_in)) {
       want <- g$nodes[[g$inputs[k] + 1L]]$shape
       got <- info$shapes[[k]][-1]

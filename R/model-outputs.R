@@ -30,7 +30,7 @@ model_output_count <- function(model) {
   if (is.null(g)) 1L else length(g$outputs)
 }
 
-is_single_loss <- function(x) inherits(x, "mirrored_loss") || (is.character(x) && length(x) == 1)
+is_single_loss <- function(x) is.function(x) || (is.character(x) && length(x) == 1)
 
 # A per-output value given as one value, a list in output order or a named
 # list by output name, spread to one entry per output. `single(x)` says
@@ -90,9 +90,11 @@ resolve_outputs <- function(model, loss, metrics, loss_weights, weighted_metrics
   per_metrics <- spread(metrics, "metrics")
   per_weighted <- spread(weighted_metrics, "weighted_metrics")
   resolve <- function(ms, k, arg) {
-    if (inherits(ms, "mirrored_metric")) ms <- list(ms)
+    if (inherits(ms, "mirrored_metric") || is.function(ms)) ms <- list(ms)
     if (!is.null(ms) && !is.list(ms)) ms <- as.list(ms)
-    lapply(ms, as_metric, loss = losses[[k]], arg = arg, call = call)
+    # A plain function is named after its list name (custom_metric()).
+    nms <- names(ms) %||% rep("", length(ms))
+    unname(Map(function(m, nm) as_metric(m, loss = losses[[k]], arg = arg, name = nm, call = call), ms, nms))
   }
   lapply(seq_len(n), function(k) {
     ms <- resolve(per_metrics[[k]], k, "metrics")
@@ -133,10 +135,15 @@ metric_log_names <- function(ms, wms) {
 }
 
 # The compile settings of each output as the core takes them.
-outputs_core_spec <- function(model) {
-  lapply(model$compiled_outputs, function(o) {
-    list(loss = loss_core_spec(o$loss),
-         weight = o$weight, metrics = lapply(o$metrics, function(m) metric_core_spec(m, isTRUE(m$weighted))),
+outputs_core_spec <- function(model, call = sys.call(-1)) {
+  lapply(seq_along(model$compiled_outputs), function(k) {
+    o <- model$compiled_outputs[[k]]
+    # Losses and metrics written in R: their graphs (R/losses-custom.R).
+    metrics <- lapply(o$metrics, function(m) {
+      c(metric_core_spec(m, isTRUE(m$weighted)), list(graph = traced_metric_json(model, k, m, call)))
+    })
+    list(loss = c(loss_core_spec(o$loss), list(graph = traced_loss_json(model, k, call))),
+         weight = o$weight, metrics = metrics,
          name = if (is.na(o$name)) "" else o$name)
   })
 }

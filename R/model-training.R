@@ -46,6 +46,9 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
   # Under "mixed_float16", a LossScaleOptimizer around it (R/optimizer-loss-scale.R).
   opt <- auto_loss_scale(object, as_optimizer(optimizer), check_bool(auto_scale_loss, "auto_scale_loss"))
   outputs <- resolve_outputs(object, loss, metrics, loss_weights, weighted_metrics)
+  # Losses and metrics written in R are traced before the model changes, so
+  # that one that cannot be traced leaves the model as it was.
+  if (!is.null(object$graph())) outputs <- pretrace_outputs(object, outputs)
   object$optimizer <- opt
   object$compiled_outputs <- outputs
   # One output: the loss object and the metric list, as before; several: the
@@ -67,10 +70,10 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
 }
 
 # Sends the compile settings to the core (resets the optimizer's state).
-compile_core <- function(model) {
+compile_core <- function(model, call = sys.call(-1)) {
   # A sequential model compiled before it was built learns its output's name now.
   if (length(model$compiled_outputs) == 1) model$compiled_outputs[[1]]$name <- model_output_names(model)[1]
-  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model),
+  with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model, call),
                               model_frozen_nodes(model)))
   show_precision_note(model)  # R/mixed-precision.R
 }

@@ -217,6 +217,9 @@ layer_from_keras <- function(entry, custom_objects, what) {
   cls <- cfg_get(entry, "class_name")
   cfg <- cfg_get(entry, "config", list())
   if (!is.character(cls) || length(cls) != 1) abort_config(what, "a layer entry has no {.field class_name}.")
+  if (inherits(custom_objects[[cls]], "mirrored_custom_layer_class")) {
+    return(custom_layer_from_config(custom_objects[[cls]], cls, cfg))
+  }
   if (!is.null(custom_objects[[cls]])) {
     layer <- layer_object(custom_objects[[cls]](cfg))
     if (!inherits(layer, "mirrored_layer")) {
@@ -228,7 +231,7 @@ layer_from_keras <- function(entry, custom_objects, what) {
   if (!is.character(name) || length(name) != 1) abort_config(what, "layer of class {.val {cls}} has no name.")
   # A nested model: its full config is in the entry (Keras 3's layout).
   if (cls %in% c("Functional", "Sequential", "Model")) return(model_from_keras(cls, cfg, custom_objects, what))
-  tryCatch(Layer$new(cls, cfg), mirrored_error = function(e) {
+  tryCatch(LayerNode$new(cls, cfg), mirrored_error = function(e) {
     abort_config(what, "layer {.val {name}}: {conditionMessage(e)}")
   })
 }

@@ -1,0 +1,209 @@
+# Custom layers written in R (issue 15, docs/traced-graphs.md §5): keras3's
+# Layer() / new_layer_class() and layer_lambda(). A custom layer's call() is
+# traced once, on the shapes of its first call, into a graph the core runs
+# as the registry kind "Traced" (nn/layers/traced_layer.cpp): its config
+# carries the graph under "mirrored_graph", so the layer is placed,
+# replicated, all-reduced, frozen and saved like a built-in one, and no R
+# runs in the step.
+#
+# Two objects make one custom layer: the user's instance (an R6 object of
+# the class Layer() made, holding the user's fields and methods, `self` in
+# them), and a TracedLayerNode, the graph node the model holds (R/layer.R).
+# build() runs once on the user's instance; add_weight() returns a handle
+# that stands for the weight in the user's fields, and tracing swaps every
+# handle for the weight's traced tensor while call() runs.
+
+# ---- the base class of every user class --------------------------------------
+
+CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
+  cloneable = FALSE, lock_objects = FALSE,
+  public = list(
+    name = NULL,
+    trainable = TRUE,
+    dtype = NULL,
+    built = FALSE,
+    # Keras' Layer.__init__ arguments mirrored honours; `...` takes what a
+    # user's initialize() forwards, and anything else is an error.
+    initialize = function(..., name = NULL, trainable = TRUE, dtype = NULL, input_shape = NULL) {
+      cls <- class(self)[1]
+      dots <- list(...)
+      if (length(dots)) {
+        bad <- names(dots) %||% rep("", length(dots))
+        bad[bad == ""] <- "<unnamed>"
+        abort_value("Unknown argument{?s} {.arg {bad}} to layer class {.cls {cls}}.", call = NULL)
+      }
+      self$name <- if (is.null(name)) auto_name(to_snake_case(cls)) else check_string(name, "name", call = NULL)
+      self$trainable <- check_trainable_value(trainable, call = NULL)
+      self$dtype <- dtype
+      private$.input_shape <- input_shape
+      private$.weights <- list()
+      invisible(self)
+    },
+    # keras3's add_weight(): the weight as the graph declares it. Returns a
+    # handle that stands for the weight in the user's fields (tracing swaps
+    # it for the weight's tensor).
+    add_weight = function(shape = NULL, initializer = NULL, dtype = NULL, trainable = TRUE,
+                          autocast = TRUE, regularizer = NULL, constraint = NULL,
+                          aggregation = "none", overwrite_with_gradient = FALSE, name = NULL) {
+      fn <- "add_weight"
+      dims <- shape_dims(shape %||% integer(), "shape", fn)
+      if (anyNA(dims)) abort_value("{.arg shape} of {.fn {fn}} must be fully known, not {format(shape(shape))}.", call = NULL)
+      if (!is.null(dtype) && !identical(dtype, "float32")) {
+        abort_not_yet("{.fn {fn}}: weights are float32; {.arg dtype} = {.val {dtype}} is not supported yet.", call = NULL)
+      }
+      if (!is.null(regularizer) || !is.null(constraint)) {
+        abort_not_yet("{.fn {fn}}: {.arg regularizer} and {.arg constraint} are not supported on custom layers yet.", call = NULL)
+      }
+      if (!identical(aggregation, "none") && !identical(aggregation, "mean")) {
+        abort_not_yet("{.fn {fn}}: {.arg aggregation} = {.val {aggregation}} is not supported yet.", call = NULL)
+      }
+      if (isTRUE(overwrite_with_gradient)) {
+        abort_not_yet("{.fn {fn}}: {.arg overwrite_with_gradient} is not supported yet.", call = NULL)
+      }
+      # Keras' default: glorot_uniform for float weights.
+      init <- as_initializer(initializer %||% "glorot_uniform", "initializer", call = NULL)
+      index <- length(private$.weights) + 1L
+      wname <- if (is.null(name)) paste0("variable", if (index > 1) paste0("_", index - 1L)) else
+        check_string(name, "name", call = NULL)
+      private$.weights[[index]] <- list(name = wname, shape = dims,
+                                        initializer = initializer_keras_config(init),
+                                        trainable = check_bool(trainable, "trainable", call = NULL))
+      structure(list(index = index, name = wname, shape = dims), class = "mirrored_weight_handle")
+    },
+    build = function(input_shape) invisible(NULL),
+    call = function(inputs) {
+      abort_value("Layer class {.cls {class(self)[1]}} has no {.fn call} method.", call = NULL)
+    },
+    # The base config: what Keras' Layer.get_config() writes.
+    get_config = function() {
+      cfg <- list(name = self$name, trainable = self$trainable)
+      dt <- layer_dtype_config(self$dtype, "Layer", call = NULL)
+      if (!is.null(dt)) cfg$dtype <- dt
+      cfg
+    },
+    # The weights add_weight() declared, in order (for the tracer).
+    weight_specs = function() private$.weights,
+    print = function(...) {
+      cat("<", class(self)[1], " name=", self$name, ">\n", sep = "")
+      invisible(self)
+    }
+  ),
+  private = list(.weights = NULL, .input_shape = NULL)
+)
+
+#' @export
+print.mirrored_weight_handle <- function(x, ...) {
+  cat("<Variable name=", x$name, ", shape=", format(shape(x$shape)), ", dtype=float32>\n", sep = "")
+  invisible(x)
+}
+
+# ---- Layer() ----------------------------------------------------------------------
+
+#' Define a custom layer class
+#'
+#' keras3's `Layer()`: a new layer class whose `call()` is written with
+#' `op_*` functions. The class's `call()` is traced once, on the shapes of
+#' the layer's first call, into a graph that mirrored's core runs and
+#' differentiates on every replica and device: no R code runs while the
+#' model trains. Weights come from `self$add_weight()` (in `initialize()`
+#' or `build()`) and are placed, replicated, all-reduced and saved like a
+#' built-in layer's.
+#'
+#' Methods see `self` (the instance) and `super` (the base class). The
+#' base class's `initialize(name = NULL, trainable = TRUE, dtype = NULL)`
+#' takes Keras' common arguments: a custom `initialize()` forwards `...`
+#' to `super$initialize(...)`. `build(input_shape)` gets the input's
+#' [shape()] (`NA` for the batch axis; a list of them for several inputs).
+#' `call(inputs)` gets a tensor (or a list of them) and returns one
+#' tensor. `get_config()` returns the arguments that re-create the layer.
+#'
+#' Because `call()` is traced, it must not read tensor values: `if (x >
+#' 0)`, `as.numeric(x)` and functions that are not ops are errors of class
+#' `mirrored_trace_error` naming the line. `call()` is traced once, so a
+#' `training` argument is `NULL` and cannot change the graph.
+#'
+#' @param classname The class name (CamelCase, as Keras writes it in
+#'   `.keras` files).
+#' @param initialize,call,build,get_config The class's methods (see
+#'   Details).
+#' @param ...,public Other methods and fields of the class.
+#' @param private,active Private fields and active bindings (R6).
+#' @param parent_env The environment the methods are defined in.
+#' @return A layer constructor: `function(object, ...)`. With `object`
+#'   missing it returns the layer; with a symbolic tensor it returns the
+#'   layer applied to it; with a sequential model it adds the layer.
+#'   `...` goes to `initialize()`.
+#' @family layers
+#' @examples
+#' layer_simple_dense <- Layer("SimpleDense",
+#'   initialize = function(units = 32, ...) {
+#'     super$initialize(...)
+#'     self$units <- units
+#'   },
+#'   build = function(input_shape) {
+#'     self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), self$units),
+#'                                    initializer = "glorot_uniform", name = "kernel")
+#'     self$bias <- self$add_weight(shape = shape(self$units), initializer = "zeros",
+#'                                  name = "bias")
+#'   },
+#'   call = function(inputs) op_matmul(inputs, self$kernel) + self$bias,
+#'   get_config = function() c(super$get_config(), list(units = self$units))
+#' )
+#' inputs <- keras_input(shape = 4)
+#' outputs <- inputs |> layer_simple_dense(units = 3)
+#' model <- keras_model(inputs, outputs)
+#' predict(model, matrix(1, 2, 4), verbose = 0)
+#' @export
+Layer <- function(classname, initialize = NULL, call = NULL, build = NULL, get_config = NULL, ...,
+                  public = list(), private = list(), active = list(), parent_env = parent.frame()) {
+  fn_call <- sys.call()
+  classname <- check_string(classname, "classname", call = fn_call)
+  members <- c(Filter(Negate(is.null), list(initialize = initialize, call = call, build = build,
+                                            get_config = get_config)),
+               list(...), public)
+  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
+    abort_value("Every member of layer class {.cls {classname}} must be named.", call = fn_call)
+  }
+  members <- lapply(members, drop_self_formal)
+  # R6 evaluates `inherit` in parent_env, which is the user's: hand it the
+  # generator itself.
+  gen <- do.call(R6::R6Class, list(classname, inherit = CustomLayerBase, public = members,
+                                   private = if (length(private)) private, active = if (length(active)) active,
+                                   parent_env = parent_env, lock_objects = FALSE, cloneable = FALSE))
+  wrapper <- function(object, ...) {
+    if (!missing(object)) force(object)
+    user <- gen$new(...)
+    node <- TracedLayerNode$new(classname, user = user)
+    compose_layer(if (missing(object)) NULL else object, node)
+  }
+  structure(wrapper, class = c("mirrored_custom_layer_class", "function"), classname = classname,
+            generator = gen)
+}
+
+#' @rdname Layer
+#' @export
+new_layer_class <- Layer
+
+#' @export
+print.mirrored_custom_layer_class <- function(x, ...) {
+  cat("<custom layer class ", attr(x, "classname"), ">\n", sep = "")
+  invisible(x)
+}
+
+# keras3 lets methods declare `self` as their first argument; R6 supplies it.
+drop_self_formal <- function(f) {
+  if (is.function(f) && length(formals(f)) && identical(names(formals(f))[1], "self")) {
+    formals(f) <- formals(f)[-1]
+  }
+  f
+}
+
+# The dims of a shape() or integer vector (NA for an unknown dimension).
+shape_dims <- function(x, arg, fn) {
+  if (inherits(x, "keras_shape")) return(as.integer(x))
+  if (is.list(x)) x <- unlist(lapply(x, function(d) if (is.null(d)) NA_integer_ else d))
+  if (length(x) && (!is.numeric(x) && !all(is.na(x)) || any(!is.na(x) & (x < 0 | x != round(x))))) {
+    abort_value("{.arg {arg}} of {.fn {fn}} must be a shape (non-negative integers), not {describe(x)}.", call = NULL)
+  }
+  as.integer(x)
+}

@@ -1,0 +1,246 @@
+# Losses and metrics written in R (issue 15, docs/traced-graphs.md §5):
+# compile(loss = function(y_true, y_pred) ...), Loss() / new_loss_class(),
+# custom_metric() and plain functions in `metrics =`. Each is traced into a
+# graph of inputs (y_true, y_pred) when the model is compiled for the
+# core, on the targets' per-sample shape (guessed until fit() or evaluate()
+# sees the data, guess_target_shape(); a different shape traces again). The
+# core runs the graph in the step on every replica: per-sample values are
+# the mean over the non-batch axes of what the function returns (Keras'
+# sum_over_batch_size reduction; a scalar is taken as the batch mean) and
+# the loss's gradient is the graph's VJP with respect to y_pred.
+
+# A loss object (R/losses.R) for the function `fn(y_true, y_pred)`.
+function_loss <- function(fn, name = "loss", class_name = "LossFunctionWrapper", call = sys.call(-1)) {
+  loss <- new_loss("traced", class_name, name, "sum_over_batch_size", list(), NULL, NULL, call)
+  loss$fn <- fn
+  loss
+}
+
+# Per-sample values of a traced loss or metric computed in R, on arrays: the
+# function runs eagerly (op_* on arrays), then the mean over the non-batch
+# axes of each row (a scalar result is every row's value).
+traced_per_sample <- function(fn, y_true, y_pred, what, call) {
+  v <- fn(y_true, y_pred)
+  n <- if (is.null(dim(y_pred))) length(y_pred) else dim(y_pred)[1]
+  if (!is.numeric(v) && !is.logical(v)) abort_value("{what} returned {describe(v)}, not numbers.", call = call)
+  if (length(v) == 1) return(rep(as.numeric(v), n))
+  if (length(v) %% n != 0) {
+    abort_kind("shape", "{what} returned {length(v)} values for {n} samples.", call = call)
+  }
+  rowMeans(matrix(as.numeric(v), nrow = n))
+}
+
+# The graph (JSON) of `fn` on targets of per-sample shape `y_shape` and
+# predictions of per-sample shape `p_shape`: one output, batched or scalar.
+trace_target_fn <- function(fn, y_shape, p_shape, what, call) {
+  tr <- trace_graph(function(y_true, y_pred) fn(y_true, y_pred),
+                    list(list(shape = c(NA_integer_, y_shape)), list(shape = c(NA_integer_, p_shape))),
+                    what = what, call = call)
+  if (length(tr$outputs) != 1) {
+    abort_value("{what} must return one tensor, not {length(tr$outputs)}.", call = call)
+  }
+  out <- tr$outputs[[1]]$shape
+  if (length(out) && !is.na(out[1])) {
+    abort_kind("shape", c("{what} returned shape {format(shape(out))}: it must keep the batch axis first (per-sample values) or return a scalar.",
+                          i = "Reduce over the batch axis completely (op_mean(x)) or not at all (op_mean(x, axis = -1))."),
+               call = call)
+  }
+  tr$json
+}
+
+is_traced_target_fn <- function(x) identical(x$kind, "traced")
+
+# Whether output k's loss or metrics are traced: their graphs depend on the
+# targets' shape.
+output_has_traced <- function(o) {
+  is_traced_target_fn(o$loss) || any(vapply(o$metrics, is_traced_target_fn, logical(1)))
+}
+
+# The targets' per-sample shape the graphs of output k are traced for: the
+# data's once fit()/evaluate() saw it; before that a guess
+# (guess_target_shape()), kept.
+output_target_shape <- function(model, k, call = NULL) {
+  o <- model$compiled_outputs[[k]]
+  if (is.null(o$target_shape)) {
+    model$compiled_outputs[[k]]$target_shape <- guess_target_shape(model, k, o, call)
+  }
+  model$compiled_outputs[[k]]$target_shape
+}
+
+# Before the data is seen, targets shaped like the output (a regression, or
+# one-hot classes), else one value per sample (class indices, keras3's
+# vector of labels): the first that every traced function of output k
+# takes; when neither does, the first one's error.
+guess_target_shape <- function(model, k, o, call) {
+  g <- model$graph()
+  out <- g$nodes[[g$outputs[k] + 1L]]$shape
+  first <- NULL
+  for (s in list(as.integer(out), integer())) {
+    ok <- tryCatch({
+      for (x in c(list(o$loss), o$metrics)) traced_fn_json(model, k, x, s, call)
+      TRUE
+    }, mirrored_error = function(e) {
+      if (is.null(first)) first <<- e
+      FALSE
+    })
+    if (ok) return(s)
+  }
+  stop(first)
+}
+
+# Called with the targets' per-sample shapes before the core sees data:
+# outputs whose traced loss or metrics were traced for other shapes are
+# traced again and the model compiled again for the core.
+ensure_target_shapes <- function(model, shapes, call = sys.call(-1)) {
+  changed <- FALSE
+  for (k in seq_along(shapes)) {
+    o <- model$compiled_outputs[[k]]
+    if (is.null(o) || !output_has_traced(o) || is.null(shapes[[k]])) next
+    s <- as.integer(shapes[[k]])
+    if (!identical(s, as.integer(output_target_shape(model, k, call)))) {
+      model$compiled_outputs[[k]]$target_shape <- s
+      changed <- TRUE
+    }
+  }
+  if (changed) compile_core(model, call = call)
+  invisible(changed)
+}
+
+# The graph JSON of a loss or metric `x` of output k (traced kind), or ""
+# (built-in). `target_shape`: the targets' per-sample shape traced for.
+traced_fn_json <- function(model, k, x, target_shape, call) {
+  if (!is_traced_target_fn(x)) return("")
+  g <- model$graph()
+  what <- if (inherits(x, "mirrored_metric")) paste0("the metric function ", x$name) else "the loss function"
+  trace_target_fn(x$fn, target_shape, g$nodes[[g$outputs[k] + 1L]]$shape, what, call)
+}
+
+traced_loss_json <- function(model, k, call) {
+  loss <- model$compiled_outputs[[k]]$loss
+  if (!is_traced_target_fn(loss)) return("")
+  traced_fn_json(model, k, loss, output_target_shape(model, k, call), call)
+}
+
+traced_metric_json <- function(model, k, m, call) {
+  if (!is_traced_target_fn(m)) return("")
+  traced_fn_json(model, k, m, output_target_shape(model, k, call), call)
+}
+
+# compile()'s check: every traced loss and metric of `outputs` traces (on
+# the guessed target shape, which the outputs keep).
+pretrace_outputs <- function(model, outputs, call = sys.call(-1)) {
+  for (k in seq_along(outputs)) {
+    if (output_has_traced(outputs[[k]])) outputs[[k]]$target_shape <- guess_target_shape(model, k, outputs[[k]], call)
+  }
+  outputs
+}
+
+# ---- Loss() -------------------------------------------------------------------
+
+LossBase <- R6::R6Class("mirrored_custom_loss_base",
+  cloneable = FALSE, lock_objects = FALSE,
+  public = list(
+    name = NULL,
+    reduction = "sum_over_batch_size",
+    dtype = NULL,
+    initialize = function(name = NULL, reduction = "sum_over_batch_size", dtype = NULL) {
+      self$name <- if (is.null(name)) to_snake_case(class(self)[1]) else check_string(name, "name", call = NULL)
+      self$reduction <- check_choice(reduction, "reduction", loss_reductions, call = NULL)
+      self$dtype <- dtype
+    },
+    call = function(y_true, y_pred) {
+      abort_value("Loss class {.cls {class(self)[1]}} has no {.fn call} method.", call = NULL)
+    },
+    get_config = function() list(name = self$name, reduction = self$reduction)
+  )
+)
+
+#' Define a custom loss class
+#'
+#' keras3's `Loss()`: a loss class whose `call(y_true, y_pred)` is written
+#' with `op_*` functions. [compile.mirrored_model()] traces it into a graph
+#' the core runs and differentiates on every replica (no R runs while the
+#' model trains). `call()` returns per-sample values (the batch axis first;
+#' other axes are averaged) or a scalar taken as the batch mean. A plain
+#' function `function(y_true, y_pred)` given as `loss =` works the same way.
+#'
+#' @param classname The class name.
+#' @param call The loss: `function(y_true, y_pred)`.
+#' @param ...,public Other methods and fields.
+#' @param private,active Private fields and active bindings (R6).
+#' @param parent_env The environment the methods are defined in.
+#' @return A constructor of loss objects: `function(..., name = NULL,
+#'   reduction = "sum_over_batch_size", dtype = NULL)`. A loss object
+#'   called on arrays, `loss(y_true, y_pred)`, computes the loss in R.
+#' @family losses
+#' @examples
+#' loss_scaled_mse <- Loss("ScaledMSE",
+#'   initialize = function(scale = 2, ...) {
+#'     super$initialize(...)
+#'     self$scale <- scale
+#'   },
+#'   call = function(y_true, y_pred) self$scale * op_mean(op_square(y_true - y_pred), axis = -1)
+#' )
+#' loss <- loss_scaled_mse(scale = 3)
+#' loss(matrix(0, 2, 2), matrix(1, 2, 2))
+#' @export
+Loss <- function(classname, call = NULL, ..., public = list(), private = list(), active = list(),
+                 parent_env = parent.frame()) {
+  fn_call <- sys.call()
+  classname <- check_string(classname, "classname", call = fn_call)
+  members <- c(Filter(Negate(is.null), list(call = call)), list(...), public)
+  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
+    abort_value("Every member of loss class {.cls {classname}} must be named.", call = fn_call)
+  }
+  members <- lapply(members, drop_self_formal)
+  gen <- do.call(R6::R6Class, list(classname, inherit = LossBase, public = members,
+                                   private = if (length(private)) private, active = if (length(active)) active,
+                                   parent_env = parent_env, lock_objects = FALSE, cloneable = FALSE))
+  structure(function(...) {
+    user <- gen$new(...)
+    loss <- function_loss(function(y_true, y_pred) user$call(y_true, y_pred), name = user$name,
+                          class_name = classname, call = sys.call())
+    loss$reduction <- user$reduction
+    loss$user <- user
+    loss
+  }, class = c("mirrored_custom_loss_class", "function"), classname = classname, generator = gen)
+}
+
+#' @rdname Loss
+#' @export
+new_loss_class <- Loss
+
+#' @export
+print.mirrored_custom_loss_class <- function(x, ...) {
+  cat("<custom loss class ", attr(x, "classname"), ">\n", sep = "")
+  invisible(x)
+}
+
+#' Custom metric function
+#'
+#' keras3's `custom_metric()`: names a function `function(y_true, y_pred)`
+#' written with `op_*` functions for `compile(metrics = )`. Its per-sample
+#' values (the mean over the non-batch axes of what it returns) are
+#' averaged over the epoch as Keras' `MeanMetricWrapper` does, weighted by
+#' the sample weights in `weighted_metrics`, and computed by the core on
+#' every replica (the function is traced once). A plain function in
+#' `metrics =` is named after its list name, or `"custom_metric"`.
+#'
+#' @param name The name shown in the logs and the history.
+#' @param metric_fn The function: `function(y_true, y_pred)`.
+#' @return A metric object for [compile.mirrored_model()].
+#' @family metrics
+#' @examples
+#' mean_pred <- custom_metric("mean_pred", function(y_true, y_pred) op_mean(y_pred, axis = -1))
+#' mean_pred
+#' @export
+custom_metric <- function(name, metric_fn) {
+  call <- sys.call()
+  name <- check_string(name, "name", call = call)
+  if (!is.function(metric_fn) || inherits(metric_fn, "mirrored_metric")) {
+    abort_value("{.arg metric_fn} must be a function of (y_true, y_pred), not {describe(metric_fn)}.", call = call)
+  }
+  m <- new_metric("traced", "MeanMetricWrapper", name, 0.5, NULL, NULL, call)
+  m$fn <- metric_fn
+  m
+}
