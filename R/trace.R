@@ -164,7 +164,8 @@ trace_user_line <- function(ctx, cond_call = NULL, generic = NULL) {
 }
 
 format_user_call <- function(cl, sr) {
-  text <- paste(deparse(cl, width.cutoff = 60L, nlines = 1L), collapse = "")
+  text <- paste(trimws(deparse(cl, width.cutoff = 500L)), collapse = " ")
+  if (nchar(text) > 100L) text <- paste0(substr(text, 1L, 97L), "...")
   if (is.null(sr)) return(text)
   file <- attr(sr, "srcfile")$filename %||% ""
   file <- if (nzchar(file)) basename(file) else "<text>"
@@ -177,9 +178,11 @@ format_user_call <- function(cl, sr) {
 #' @param fn The user's function, called once on traced tensors.
 #' @param inputs A list of `list(shape = c(NA, 10), dtype = "float32")`: NA
 #'   first makes a batched input, fixed dims an unbatched one.
-#' @param weights A list of `list(name, shape, initializer, trainable)`:
-#'   graph weights, passed to `fn` after the inputs as traced tensors (a
-#'   layer's call reaches them through `self$w`: give `fn` a closure).
+#' @param weights A list of `list(name, shape, initializer, trainable,
+#'   bind)`: graph weights, in `add_weight()` order. `fn` reaches them as
+#'   traced tensors it closes over (a layer's `self$w`): before `fn` is
+#'   called, each weight's `bind` (a function, optional) is called with its
+#'   traced tensor, e.g. `bind = function(t) self$w <- t`.
 #' @param what The user's function as errors name it.
 #' @param call The user-facing call errors are attributed to.
 #' @return `list(graph = <the JSON as an R list>, json = <string>, outputs =
@@ -193,8 +196,10 @@ trace_graph <- function(fn, inputs, weights = list(), what, call) {
     if (!is.null(w$initializer)) entry$initializer <- w$initializer
     entry$trainable <- isTRUE(w$trainable %||% TRUE)
     ctx$weights[[length(ctx$weights) + 1L]] <- entry
-    traced_tensor(ctx, "weight", length(ctx$weights) - 1L, as.integer(w$shape),
-                  w$dtype %||% "float32")
+    t <- traced_tensor(ctx, "weight", length(ctx$weights) - 1L, as.integer(w$shape),
+                       w$dtype %||% "float32")
+    if (is.function(w$bind)) w$bind(t)
+    t
   })
   ctx$weight_tensors <- ws
   result <- withCallingHandlers(
