@@ -66,8 +66,7 @@ bool dims_match(const std::vector<int64_t>& r, const std::vector<int64_t>& want)
   return want.empty() && r.size() == 1 && r[0] == 1;
 }
 
-Values read_values(const mr::TracedGraph& g, const Rcpp::List& inputs,
-                   const Rcpp::List& weights) {
+Values read_values(const mr::TracedGraph& g, const Rcpp::List& inputs, const Rcpp::List& weights) {
   MR_CHECK(inputs.size() == g.num_inputs(), value, "traced graph: ", g.num_inputs(),
            " inputs expected, got ", inputs.size());
   MR_CHECK(weights.size() == g.num_weights(), value, "traced graph: ", g.num_weights(),
