@@ -239,6 +239,8 @@ trace_base_error <- function(ctx, e) {
            "(use op_where() to choose between values).")
   } else if (head %in% c("&&", "||")) {
     paste0("`", head, "` reads the value of a traced tensor (use `&` / `|` or op_where()).")
+  } else if (head == "%*%") {
+    "`%*%` is not an op on traced tensors: use op_matmul()."
   } else if (nzchar(head)) {
     paste0("`", head, "()` is not an op: only op_* functions, R's arithmetic and comparison ",
            "operators and `[` work on traced tensors (", head, "() said: ", conditionMessage(e), ").")
