@@ -532,8 +532,7 @@ bool TracedGraph::ref_needs_grad(Ref r) const {
 }
 
 int64_t TracedGraph::scratch_floats(int64_t rows) const {
-  return grad_pr_ * rows + grad_fixed_ + sink_pr_ * rows + sink_fixed_ +
-         3 * (tmp_pr_ * rows + tmp_fixed_);
+  return scratch_per_row() * rows + scratch_fixed();
 }
 
 // Roots, needs_grad, buffer offsets, and which VJP contribution to each

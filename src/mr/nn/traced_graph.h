@@ -73,10 +73,16 @@ class TracedGraph {
   // Call once per backend, outside the steps.
   void upload_constants(Backend& be, float* dst) const;
   // The node values, then one temporary of forward (mean's sum).
-  int64_t aux_floats(int64_t rows) const {
-    return (aux_pr_ + tmp_pr_) * rows + aux_fixed_ + tmp_fixed_;
-  }
+  int64_t aux_floats(int64_t rows) const { return aux_per_row() * rows + aux_fixed(); }
   int64_t scratch_floats(int64_t rows) const;
+  // The two parts of those sizes, for callers that size buffers for a row
+  // budget themselves (a layer's per-row aux): aux_floats(rows) ==
+  // aux_per_row() * rows + aux_fixed(), and scratch_floats(rows) ==
+  // scratch_per_row() * rows + scratch_fixed(), for every rows >= 0.
+  int64_t aux_per_row() const { return aux_pr_ + tmp_pr_; }
+  int64_t aux_fixed() const { return aux_fixed_ + tmp_fixed_; }
+  int64_t scratch_per_row() const { return grad_pr_ + sink_pr_ + 3 * tmp_pr_; }
+  int64_t scratch_fixed() const { return grad_fixed_ + sink_fixed_ + 3 * tmp_fixed_; }
 
   // outputs[i] = graph output i (output_floats(i, rows) floats; outputs are
   // nodes or inputs). inputs[i]: rows x per-sample floats; weights[i]:

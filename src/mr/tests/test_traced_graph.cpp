@@ -619,5 +619,28 @@ TEST(TracedGraph, ForwardAndBackwardAllocateNothing) {
   EXPECT_EQ(be.system_allocations(), before);
 }
 
+// The per-row / fixed split of the buffer sizes (a layer sizes its aux for a
+// row budget from them): exact for every rows, on a graph with both kinds.
+TEST(TracedGraph, BufferSizesSplitIntoPerRowAndFixedParts) {
+  for (const char* text : {kDense, R"({"inputs": [{"shape": [null, 3]}],
+      "nodes": [{"op": "sum", "in": [["input", 0]], "attrs": {"axis": 0}},
+                {"op": "mean", "in": [["input", 0]], "attrs": {"axis": [0, 1]}},
+                {"op": "multiply", "in": [["input", 0], ["node", 0]]}],
+      "outputs": [["node", 2], ["node", 1]]})"}) {
+    const TracedGraph g = graph(text);
+    EXPECT_GT(g.aux_per_row(), 0);
+    EXPECT_GT(g.scratch_per_row(), 0);
+    for (int64_t rows : {0, 1, 7, 1000}) {
+      EXPECT_EQ(g.aux_floats(rows), g.aux_per_row() * rows + g.aux_fixed()) << rows;
+      EXPECT_EQ(g.scratch_floats(rows), g.scratch_per_row() * rows + g.scratch_fixed()) << rows;
+    }
+  }
+  // The sum over the batch axis and the mean of all are fixed-size values.
+  const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 3]}],
+      "nodes": [{"op": "sum", "in": [["input", 0]], "attrs": {"axis": 0}}],
+      "outputs": [["node", 0]]})");
+  EXPECT_GE(g.aux_fixed(), 3);
+}
+
 }  // namespace
 }  // namespace mr
