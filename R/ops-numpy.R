@@ -170,7 +170,7 @@ op_matmul <- function(x1, x2) {
 #' dim(op_transpose(x, c(1, 3, 2)))
 #' op_reshape(matrix(1:6, 2, byrow = TRUE), c(3, 2))
 #' dim(op_expand_dims(x, 1))
-#' dim(op_squeeze(array(1:3, c(1, 3))))
+#' op_squeeze(array(1:3, c(1, 3)))
 #' op_concatenate(list(matrix(1:4, 2), matrix(5:8, 2)), axis = 2)
 #' op_stack(list(c(1, 2), c(3, 4)))
 #' @export
