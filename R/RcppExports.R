@@ -313,6 +313,22 @@ cpp_visible_devices <- function(logical_per_gpu) {
     .Call(`_mirrored_cpp_visible_devices`, logical_per_gpu)
 }
 
+cpp_traced_shapes <- function(graph_json) {
+    .Call(`_mirrored_cpp_traced_shapes`, graph_json)
+}
+
+cpp_traced_eval <- function(graph_json, inputs, weights) {
+    .Call(`_mirrored_cpp_traced_eval`, graph_json, inputs, weights)
+}
+
+cpp_traced_vjp <- function(graph_json, inputs, weights, d_outputs) {
+    .Call(`_mirrored_cpp_traced_vjp`, graph_json, inputs, weights, d_outputs)
+}
+
+cpp_traced_json <- function(graph) {
+    .Call(`_mirrored_cpp_traced_json`, graph)
+}
+
 cpp_array_source <- function(parts, what, batch_size, shuffle, seed) {
     .Call(`_mirrored_cpp_array_source`, parts, what, batch_size, shuffle, seed)
 }

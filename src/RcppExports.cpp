@@ -943,6 +943,55 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_traced_shapes
+Rcpp::List cpp_traced_shapes(std::string graph_json);
+RcppExport SEXP _mirrored_cpp_traced_shapes(SEXP graph_jsonSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type graph_json(graph_jsonSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_traced_shapes(graph_json));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_traced_eval
+Rcpp::List cpp_traced_eval(std::string graph_json, Rcpp::List inputs, Rcpp::List weights);
+RcppExport SEXP _mirrored_cpp_traced_eval(SEXP graph_jsonSEXP, SEXP inputsSEXP, SEXP weightsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type graph_json(graph_jsonSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type inputs(inputsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type weights(weightsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_traced_eval(graph_json, inputs, weights));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_traced_vjp
+Rcpp::List cpp_traced_vjp(std::string graph_json, Rcpp::List inputs, Rcpp::List weights, Rcpp::List d_outputs);
+RcppExport SEXP _mirrored_cpp_traced_vjp(SEXP graph_jsonSEXP, SEXP inputsSEXP, SEXP weightsSEXP, SEXP d_outputsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type graph_json(graph_jsonSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type inputs(inputsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type weights(weightsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type d_outputs(d_outputsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_traced_vjp(graph_json, inputs, weights, d_outputs));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_traced_json
+std::string cpp_traced_json(SEXP graph);
+RcppExport SEXP _mirrored_cpp_traced_json(SEXP graphSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type graph(graphSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_traced_json(graph));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_array_source
 SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
 RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
@@ -1088,6 +1137,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_resolve_devices", (DL_FUNC) &_mirrored_cpp_resolve_devices, 2},
     {"_mirrored_cpp_default_devices", (DL_FUNC) &_mirrored_cpp_default_devices, 1},
     {"_mirrored_cpp_visible_devices", (DL_FUNC) &_mirrored_cpp_visible_devices, 1},
+    {"_mirrored_cpp_traced_shapes", (DL_FUNC) &_mirrored_cpp_traced_shapes, 1},
+    {"_mirrored_cpp_traced_eval", (DL_FUNC) &_mirrored_cpp_traced_eval, 3},
+    {"_mirrored_cpp_traced_vjp", (DL_FUNC) &_mirrored_cpp_traced_vjp, 4},
+    {"_mirrored_cpp_traced_json", (DL_FUNC) &_mirrored_cpp_traced_json, 1},
     {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},
