@@ -242,6 +242,10 @@ class CpuBackend : public Backend {
                     float* y) override;
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
+  // ---- i15-users: the reduction of traced losses and metrics (cpu_traced_reduce.cpp) ----
+  void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
+                     const float* sample_weight, float grad_scale, float* d_out, double* sum,
+                     double* count) override;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

@@ -390,6 +390,10 @@ class CudaBackend final : public Backend {
                     float* y) override;
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
+  // ---- i15-users: the reduction of traced losses and metrics (cuda_traced_reduce.cu) ----
+  void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
+                     const float* sample_weight, float grad_scale, float* d_out, double* sum,
+                     double* count) override;
 };
 
 namespace cuda {
