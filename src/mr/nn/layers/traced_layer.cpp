@@ -104,8 +104,7 @@ class TracedLayer final : public Layer {
       for (size_t k = 0; k < a.grads.size(); ++k) a.be.fill(params_numel_[k], a.grads[k], 0.0f);
       return;
     }
-    std::vector<const float*> params(a.params.begin(), a.params.end());
-    const std::vector<const float*> w = weight_ptrs(params, a.state);
+    const std::vector<const float*> w = weight_ptrs(a.params, a.state);
     // d_weights: the trainable weights' gradients, none for the state.
     std::vector<float*> dw(weights_.size(), nullptr);
     for (size_t k = 0, p = 0; k < weights_.size(); ++k)
