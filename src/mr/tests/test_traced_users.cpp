@@ -289,6 +289,16 @@ TEST(TracedUsers, TracedLayerSpecAndConfig) {
                  0);
   EXPECT_STREQ(lambda->class_name(), "Lambda");
   EXPECT_TRUE(lambda->weights({Shape{2}}).empty());
+  // Empty attrs written as [] (an R list) read as {}.
+  const auto relu =
+      make_layer("Lambda",
+                 Json{{"name", "relu"},
+                      {"mirrored_graph", parse_json(R"({"inputs": [{"shape": [null, 2]}],
+              "nodes": [{"op": "relu", "in": [["input", 0]], "attrs": []}],
+              "outputs": [["node", 0]]})",
+                                                    "graph")}},
+                 0);
+  EXPECT_TRUE(layer_config(*relu)["mirrored_graph"]["nodes"][0]["attrs"].is_object());
 }
 
 // A Lambda layer's constants live in its work region, written when the

@@ -41,6 +41,13 @@ class TracedLayer final : public Layer {
              ": 'mirrored_graph' must be a traced graph (a JSON object), got ",
              g == nullptr ? std::string("nothing") : g->dump());
     graph_json_ = *g;
+    // An R list cannot tell {} from []: a config that went through R (the
+    // layer's config kept and saved there) brings a node's empty "attrs"
+    // back as [], read here as the empty object it was.
+    if (graph_json_.contains("nodes") && graph_json_["nodes"].is_array())
+      for (Json& nd : graph_json_["nodes"])
+        if (nd.is_object() && nd.contains("attrs") && nd["attrs"].is_array() && nd["attrs"].empty())
+          nd["attrs"] = Json::object();
     try {
       graph_ = std::make_unique<TracedGraph>(graph_json_);
     } catch (const Error& e) {
