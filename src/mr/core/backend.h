@@ -152,6 +152,7 @@ enum class UnaryOp;
 enum class BinaryOp;
 enum class ReduceOp;
 enum class SoftmaxOp;
+enum class CastOp;
 struct Broadcast;
 
 // What Backend::memory_use() reports (i14-monitor), in bytes.
@@ -713,6 +714,36 @@ class Backend {
   virtual void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                      const float* x, const float* y, const float* dy,
                                      float* dx) = 0;
+  // ---- i15-ops: index and cast ops of traced graphs ----------------------------
+  // (formulas: backends/common/index_math.h; cpu_traced_index.cpp,
+  // cuda_traced_index.cu). Deterministic, allocation-free, nothing for an
+  // empty range, like the i15 ops above. Indices are held as floats.
+  //
+  // x viewed as outer x extent x inner: y[o, i] = the first e with x[o, e, i]
+  // the maximum over e, as a float; NaN counts as the maximum (the first NaN
+  // wins: numpy's argmax). extent >= 1 (an empty axis has no argmax: the
+  // caller rejects it). y must not alias x.
+  virtual void argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) = 0;
+  // x: outer x n x inner, idx: outer x k x inner, y: outer x k x inner;
+  // y[o, j, i] = x[o, e, i] with e the position idx[o, j, i] names: an integer
+  // in [-n, n - 1], negative ones counting from the end (numpy's
+  // take_along_axis). Any other index (out of range, not an integer, NaN) is
+  // an error (value) naming take_along_axis, the index, its position and n:
+  // thrown at once by a synchronous backend; a CUDA backend writes 0 for that
+  // element and the next download()/synchronize() throws (as for bad labels:
+  // no sync inside the step). y must not alias x or idx.
+  virtual void take_along_axis(int64_t outer, int64_t n, int64_t k, int64_t inner, const float* x,
+                               const float* idx, float* y) = 0;
+  // Its VJP to x, written (not accumulated): dx[o, e, i] = the sum over
+  // j = 0, 1, .., k - 1 in that order, in float from 0, of dy[o, j, i] for
+  // the j whose index names e (0 when none does): a deterministic
+  // scatter-add, bit-equal on both backends. Indices as take_along_axis
+  // checked them (a bad one contributes nothing). dx must not alias dy.
+  virtual void take_along_axis_backward(int64_t outer, int64_t n, int64_t k, int64_t inner,
+                                        const float* idx, const float* dy, float* dx) = 0;
+  // y[i] = keras.ops.cast(x[i], op's dtype), kept in f32 (core/op_kinds.h,
+  // CastOp). y may alias x.
+  virtual void cast_values(CastOp op, int64_t n, const float* x, float* y) = 0;
 
   // ---- i15-users: the reduction of traced losses and metrics
   // (train/traced_objectives.h; cpu_traced_reduce.cpp, cuda_traced_reduce.cu) ----

@@ -261,4 +261,31 @@ bool operand_spans_out(const Broadcast& g, int operand) {
   return true;
 }
 
+// ---- i15-ops: cast kinds ----
+const char* op_name(CastOp op) {
+  switch (op) {
+    case CastOp::float16:
+      return "float16";
+    case CastOp::bfloat16:
+      return "bfloat16";
+    case CastOp::int8:
+      return "int8";
+    case CastOp::int16:
+      return "int16";
+    case CastOp::int32:
+      return "int32";
+    case CastOp::int64:
+      return "int64";
+    case CastOp::uint8:
+      return "uint8";
+    case CastOp::boolean:
+      return "bool";
+  }
+  return "unknown cast op";
+}
+
+void check_op(CastOp op, const char* fn) {
+  check_op_index(static_cast<int>(op), kCastOpCount, "CastOp", fn);
+}
+
 }  // namespace mr

@@ -147,4 +147,19 @@ bool operand_spans_out(const Broadcast& g, int operand);
 //             strided_copy(sum_to_operand(g, k), p_k, grad_k)
 // and likewise for where(cond, a, b) with make_broadcast({sc, sa, sb}).
 
+// ---- i15-ops: the cast kinds of traced graphs (Backend::cast_values) ----
+// keras.ops.cast(x, dtype) on a value stored as f32 (a traced graph keeps
+// every value in f32; float32 and float64 are the identity and need no op).
+// float16 / bfloat16: x rounded to that format (round to nearest even,
+// overflow to +-Inf, NaN kept) and widened back; int8 .. uint8: truncation
+// toward zero saturated at the type's range, NaN -> 0 (stored as the nearest
+// float: int32's 2147483647 reads back as 2^31); boolean: x != 0 (NaN is
+// true, as numpy and TF cast it).
+enum class CastOp { float16, bfloat16, int8, int16, int32, int64, uint8, boolean };
+constexpr int kCastOpCount = 8;
+static_assert(static_cast<int>(CastOp::boolean) + 1 == kCastOpCount, "kCastOpCount");
+// Keras' dtype names: "float16", .., "uint8", "bool".
+const char* op_name(CastOp op);
+void check_op(CastOp op, const char* fn);
+
 }  // namespace mr

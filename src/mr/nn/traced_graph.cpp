@@ -9,45 +9,17 @@
 
 #include "core/error.h"
 #include "nn/traced_kinds.h"
+#include "nn/traced_util.h"
 
 namespace mr {
 namespace {
 
-std::string dims_str(const TracedGraph::ValueShape& s) {
-  std::ostringstream os;
-  os << "(";
-  for (size_t j = 0; j < s.dims.size(); ++j) {
-    if (j) os << ", ";
-    if (s.batched && j == 0)
-      os << "None";
-    else
-      os << s.dims[j];
-  }
-  os << ")";
-  return os.str();
-}
-
-// Product of dims[from, to), the batch placeholder counting 1.
-int64_t prod(const TracedGraph::ValueShape& s, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t j = from; j < to; ++j)
-    if (!(s.batched && j == 0)) p *= s.dims[j];
-  return p;
-}
-
-struct NodeCtx {
-  int index;
-  const TracedGraph::Node& node;
-};
-
-template <typename... Parts>
-[[noreturn]] void node_fail(ErrorKind kind, const NodeCtx& c, Parts&&... parts) {
-  if (c.node.line.empty())
-    fail(kind, "traced graph node ", c.index, " (op \"", c.node.op,
-         "\"): ", std::forward<Parts>(parts)...);
-  fail(kind, "traced graph node ", c.index, " (op \"", c.node.op, "\", ", c.node.line,
-       "): ", std::forward<Parts>(parts)...);
-}
+using traced::attr;
+using traced::dims_str;
+using traced::node_fail;
+using traced::NodeCtx;
+using traced::norm_axis;
+using traced::prod;
 
 TracedGraph::ValueShape parse_shape(const Json& j, bool batched, const std::string& what) {
   MR_CHECK(j.is_array(), value, what, ": \"shape\" must be a list, got ", j.dump());
@@ -83,19 +55,6 @@ const Json& entry_shape(const Json& e, std::initializer_list<const char*> allowe
   return e["shape"];
 }
 
-int norm_axis(const NodeCtx& c, int64_t axis, int rank) {
-  if (axis < -rank || axis >= rank)
-    node_fail(ErrorKind::value, c, "axis ", axis, " is out of range for rank ", rank);
-  return static_cast<int>(axis < 0 ? axis + rank : axis);
-}
-
-const Json* attr(const Json& node, const char* key) {
-  auto a = node.find("attrs");
-  if (a == node.end() || !a->is_object()) return nullptr;
-  auto v = a->find(key);
-  return v == a->end() ? nullptr : &*v;
-}
-
 }  // namespace
 
 TracedGraph::TracedGraph(const Json& g) {
@@ -109,10 +68,13 @@ TracedGraph::TracedGraph(const Json& g) {
                  key == "outputs",
              value, "traced graph: unknown key \"", key, "\"");
   }
-  for (size_t i = 0; i < g["inputs"].size(); ++i)
-    inputs_.push_back(parse_shape(
-        entry_shape(g["inputs"][i], {"shape"}, "traced graph input " + std::to_string(i)), true,
-        "traced graph input " + std::to_string(i)));
+  // An input is batched when its shape starts with null; any other shape is
+  // a fixed-shape value (eager op_* on R arrays), whatever the rows.
+  for (size_t i = 0; i < g["inputs"].size(); ++i) {
+    const std::string what = "traced graph input " + std::to_string(i);
+    const Json& sh = entry_shape(g["inputs"][i], {"shape"}, what);
+    inputs_.push_back(parse_shape(sh, sh.is_array() && !sh.empty() && sh[0].is_null(), what));
+  }
   if (g.contains("weights"))
     for (size_t i = 0; i < g["weights"].size(); ++i)
       weights_.push_back(
@@ -443,6 +405,14 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
       for (int p : nd.perm) nd.shape.dims.push_back(s.dims[static_cast<size_t>(p)]);
       break;
     }
+    case TracedKind::one_hot:
+    case TracedKind::argmax:
+    case TracedKind::take_along_axis:
+    case TracedKind::concatenate:
+    case TracedKind::cast:
+    case TracedKind::slice:
+      infer_index_node(index, nd, ops, j);
+      break;
     case TracedKind::matmul: {
       arity(2);
       const ValueShape& a = ops[0];
@@ -531,9 +501,28 @@ bool TracedGraph::ref_needs_grad(Ref r) const {
   }
 }
 
+bool TracedGraph::grad_flows(const Node& nd, size_t k) const {
+  switch (static_cast<TracedKind>(nd.kind)) {
+    case TracedKind::stop_gradient:
+    case TracedKind::one_hot:
+    case TracedKind::argmax:
+      return false;
+    case TracedKind::binary:
+      return !is_comparison(static_cast<BinaryOp>(nd.sub));
+    case TracedKind::where:
+      return k >= 1;
+    case TracedKind::take_along_axis:
+      return k == 0;
+    case TracedKind::cast:  // straight through for float16 / bfloat16 (TF)
+      return nd.sub == static_cast<int>(CastOp::float16) ||
+             nd.sub == static_cast<int>(CastOp::bfloat16);
+    default:
+      return true;
+  }
+}
+
 int64_t TracedGraph::scratch_floats(int64_t rows) const {
-  return grad_pr_ * rows + grad_fixed_ + sink_pr_ * rows + sink_fixed_ +
-         3 * (tmp_pr_ * rows + tmp_fixed_);
+  return scratch_per_row() * rows + scratch_fixed();
 }
 
 // Roots, needs_grad, buffer offsets, and which VJP contribution to each
@@ -564,12 +553,19 @@ void TracedGraph::plan() {
       continue;
     }
     nd.value_root = nd.grad_root = self;
-    if (kind == TracedKind::stop_gradient ||
-        (kind == TracedKind::binary && is_comparison(static_cast<BinaryOp>(nd.sub)))) {
-      nd.needs_grad = false;
-    } else {
-      for (size_t k = kind == TracedKind::where ? 1 : 0; k < nd.in.size(); ++k)
-        nd.needs_grad = nd.needs_grad || ref_needs_grad(nd.in[k]);
+    for (size_t k = 0; k < nd.in.size(); ++k)
+      nd.needs_grad = nd.needs_grad || (grad_flows(nd, k) && ref_needs_grad(nd.in[k]));
+    if (kind == TracedKind::take_along_axis) {
+      // x broadcast (forward's temporary; its gradient in backward's), and
+      // the broadcast indices kept in aux for backward.
+      const int64_t bx = nd.bx_floats;
+      (nd.shape.batched ? tmp_pr_ : tmp_fixed_) =
+          std::max(nd.shape.batched ? tmp_pr_ : tmp_fixed_, bx);
+      if (nd.bcast_i) {
+        int64_t& pa = nd.shape.batched ? aux_pr_ : aux_fixed_;
+        nd.idx_off = pa;
+        pa += prod(nd.shape, 0, nd.shape.dims.size());
+      }
     }
     if (!nd.perm.empty() && kind != TracedKind::transpose) {
       // The operand of a reduction over axes apart, permuted (kept for max / min's VJP).
@@ -589,8 +585,9 @@ void TracedGraph::plan() {
     }
   }
   for (const ValueShape& s : inputs_) {
-    sink_off_.push_back(sink_pr_);
-    sink_pr_ += prod(s, 0, s.dims.size());
+    int64_t& sk = s.batched ? sink_pr_ : sink_fixed_;
+    sink_off_.push_back(sk);
+    sk += prod(s, 0, s.dims.size());
   }
   for (const ValueShape& s : weights_) {
     wsink_off_.push_back(sink_fixed_);
@@ -617,9 +614,8 @@ void TracedGraph::plan() {
     if (nd.view || !nd.needs_grad) continue;
     nd.runs_vjp = written[key(Ref{RefKind::node, static_cast<int>(i)})];
     if (!nd.runs_vjp) continue;
-    for (size_t k = static_cast<TracedKind>(nd.kind) == TracedKind::where ? 1 : 0; k < nd.in.size();
-         ++k) {
-      if (!ref_needs_grad(nd.in[k])) continue;
+    for (size_t k = 0; k < nd.in.size(); ++k) {
+      if (!grad_flows(nd, k) || !ref_needs_grad(nd.in[k])) continue;
       const size_t w = key(root(nd.in[k]));
       nd.first_write[k] = !written[w];
       written[w] = true;

@@ -3,8 +3,9 @@
 // shape-checked with the batch axis symbolic, and run forward and backward on
 // a Backend with buffers the caller sizes at compile time.
 //
-// Values. Graph inputs are batched: their JSON shape starts with null and
-// their rows are only known at run time. Weights and constants are not
+// Values. A graph input is batched when its JSON shape starts with null
+// (its rows are only known at run time), else a fixed-shape value (eager
+// op_* on R arrays build such graphs). Weights and constants are not
 // batched. A node is batched when its result keeps the batch axis first;
 // a reduction over the batch axis (or a logsumexp along it) gives a value
 // that is not batched (local to this replica's rows, as Keras under a
@@ -19,7 +20,8 @@
 //   scratch   gradient buffers of the nodes, three shared temporaries of
 //             the VJPs, and gradient sinks for inputs and weights the
 //             caller passes no gradient buffer for;
-//   constants the graph's constants, uploaded once by upload_constants().
+//   constants the graph's constants, then the class ids 0..C-1 of each
+//             one_hot, uploaded once by upload_constants().
 // Views (reshape, expand_dims, squeeze) alias their operand's value and
 // gradient buffers: they cost no copy and no VJP. Backward walks the nodes
 // in reverse; the first contribution to a gradient buffer (planned at
@@ -73,15 +75,22 @@ class TracedGraph {
   // Call once per backend, outside the steps.
   void upload_constants(Backend& be, float* dst) const;
   // The node values, then one temporary of forward (mean's sum).
-  int64_t aux_floats(int64_t rows) const {
-    return (aux_pr_ + tmp_pr_) * rows + aux_fixed_ + tmp_fixed_;
-  }
+  int64_t aux_floats(int64_t rows) const { return aux_per_row() * rows + aux_fixed(); }
   int64_t scratch_floats(int64_t rows) const;
+  // The two parts of those sizes, for callers that size buffers for a row
+  // budget themselves (a layer's per-row aux): aux_floats(rows) ==
+  // aux_per_row() * rows + aux_fixed(), and scratch_floats(rows) ==
+  // scratch_per_row() * rows + scratch_fixed(), for every rows >= 0.
+  int64_t aux_per_row() const { return aux_pr_ + tmp_pr_; }
+  int64_t aux_fixed() const { return aux_fixed_ + tmp_fixed_; }
+  int64_t scratch_per_row() const { return grad_pr_ + sink_pr_ + 3 * tmp_pr_; }
+  int64_t scratch_fixed() const { return grad_fixed_ + sink_fixed_ + 3 * tmp_fixed_; }
 
   // outputs[i] = graph output i (output_floats(i, rows) floats; outputs are
-  // nodes or inputs). inputs[i]: rows x per-sample floats; weights[i]:
+  // nodes or inputs). inputs[i]: rows x per-sample floats (batched) or its
+  // shape's floats (unbatched); weights[i]:
   // their shape's floats; constants: as upload_constants() wrote them (may
-  // be null without constants); aux: aux_floats(rows) floats. All pointers
+  // be null when constant_floats() is 0); aux: aux_floats(rows) floats. All pointers
   // are device memory of `be`; rows >= 0.
   void forward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
                const float* constants, float* const* outputs, float* aux) const;
@@ -119,11 +128,31 @@ class TracedGraph {
     bool first_write[3] = {false, false, false};  // VJP contribution to operand j writes
     Ref value_root, grad_root;                    // views: their operand's roots
     int64_t value_off = 0, grad_off = 0;          // own buffers (roots only)
+    // ---- i15-ops: index, copy and cast ops (traced_shapes.cpp, traced_index_ops.cpp) ----
+    // one_hot: bc (x against the class ids), const_off: the ids 0..C-1 in the
+    //   constants. argmax: outer / extent / inner / rows_in as a reduction.
+    // take_along_axis: outer (rows_in) x extent (n) x inner of x broadcast
+    //   (bx_floats per sample), k = indices' extent; bc: x to its broadcast
+    //   shape (when bcast_x), bc2: indices to the output's (when bcast_i),
+    //   idx_off: the broadcast indices in aux (kept for backward).
+    // concatenate / stack: axis of the output, each operand's start and
+    //   extent along it. slice: starts per axis, the box in shape.
+    int axis = 0;
+    std::vector<int64_t> starts, extents;
+    int64_t const_off = 0;
+    Broadcast bc2;
+    bool bcast_x = false, bcast_i = false;
+    int64_t idx_off = 0, bx_floats = 0;
   };
 
  private:
   struct Ptrs;
   void infer_node(int index, Node& nd, const std::vector<ValueShape>& ops, const Json& j);
+  // i15-ops: the shapes of the index, copy and cast ops (traced_shapes.cpp).
+  void infer_index_node(int index, Node& nd, const std::vector<ValueShape>& ops, const Json& j);
+  // Whether operand k of nd can receive a gradient (where's cond, argmax,
+  // one_hot, take_along_axis' indices, integer casts, comparisons: no).
+  bool grad_flows(const Node& nd, size_t k) const;
   void plan();
   float* value_ptr(const Ptrs& p, Ref r) const;
   float* grad_ptr(const Ptrs& p, Ref r) const;
@@ -134,6 +163,11 @@ class TracedGraph {
   const float* reduce_src(Backend& be, const Ptrs& p, const Node& nd) const;
   void run_forward(Backend& be, const Ptrs& p, const Node& nd) const;
   void run_backward(Backend& be, const Ptrs& p, const Node& nd) const;
+  // i15-ops: the index, copy and cast ops' forward and VJP (traced_index_ops.cpp).
+  void run_index_forward(Backend& be, const Ptrs& p, const Node& nd) const;
+  void run_index_backward(Backend& be, const Ptrs& p, const Node& nd) const;
+  // take_along_axis' broadcast indices in aux.
+  float* idx_ptr(const Ptrs& p, const Node& nd) const;
 
   std::vector<ValueShape> inputs_, weights_, constants_;
   std::vector<int64_t> constant_offsets_;

@@ -20,7 +20,14 @@ enum class TracedKind {
   squeeze,
   transpose,
   matmul,
-  stop_gradient
+  stop_gradient,
+  // ---- i15-ops: index, copy and cast ops (traced_shapes.cpp, traced_index_ops.cpp) ----
+  one_hot,
+  argmax,
+  take_along_axis,
+  concatenate,  // also stack (a new axis of extent 1 per operand)
+  cast,         // sub: CastOp; float32 / float64 are views
+  slice
 };
 
 // kind < 0: no such op. sub: the UnaryOp / BinaryOp / ReduceOp / SoftmaxOp.

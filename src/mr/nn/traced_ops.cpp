@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "nn/traced_graph.h"
 #include "nn/traced_kinds.h"
+#include "nn/traced_util.h"
 
 namespace mr {
 
@@ -29,6 +30,14 @@ TracedOpInfo traced_op_info(const std::string& op) {
   if (op == "transpose") return {static_cast<int>(TracedKind::transpose), 0};
   if (op == "matmul") return {static_cast<int>(TracedKind::matmul), 0};
   if (op == "stop_gradient") return {static_cast<int>(TracedKind::stop_gradient), 0};
+  // i15-ops (stack is a concatenate of operands given a new axis; sub 1)
+  if (op == "one_hot") return {static_cast<int>(TracedKind::one_hot), 0};
+  if (op == "argmax") return {static_cast<int>(TracedKind::argmax), 0};
+  if (op == "take_along_axis") return {static_cast<int>(TracedKind::take_along_axis), 0};
+  if (op == "concatenate") return {static_cast<int>(TracedKind::concatenate), 0};
+  if (op == "stack") return {static_cast<int>(TracedKind::concatenate), 1};
+  if (op == "cast") return {static_cast<int>(TracedKind::cast), 0};
+  if (op == "slice") return {static_cast<int>(TracedKind::slice), 0};
   return {};
 }
 
@@ -50,6 +59,17 @@ std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op)
       return {"axis"};
     case TracedKind::transpose:
       return {"axes"};
+    case TracedKind::one_hot:
+      return {"num_classes", "axis"};
+    case TracedKind::argmax:
+      return {"axis", "keepdims"};
+    case TracedKind::take_along_axis:
+    case TracedKind::concatenate:
+      return {"axis"};
+    case TracedKind::cast:
+      return {"dtype"};
+    case TracedKind::slice:
+      return {"start_indices", "shape"};
     case TracedKind::binary:
     case TracedKind::where:
     case TracedKind::matmul:
@@ -58,20 +78,6 @@ std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op)
       return {};
   }
 }
-
-// Every pointer a run needs, resolved once per call (no allocation).
-struct TracedGraph::Ptrs {
-  int64_t rows = 0;
-  const float* const* inputs = nullptr;
-  const float* const* weights = nullptr;
-  const float* constants = nullptr;
-  float* aux = nullptr;
-  float* grads = nullptr;  // per-row region, then fixed region
-  float* sinks = nullptr;  // input sinks (per row), then weight sinks (fixed)
-  float* const* d_inputs = nullptr;
-  float* const* d_weights = nullptr;
-  float* tmp[3] = {nullptr, nullptr, nullptr};
-};
 
 float* TracedGraph::value_ptr(const Ptrs& p, Ref r) const {
   switch (r.kind) {
@@ -95,7 +101,10 @@ float* TracedGraph::grad_ptr(const Ptrs& p, Ref r) const {
   switch (r.kind) {
     case RefKind::input: {
       float* d = p.d_inputs ? p.d_inputs[r.index] : nullptr;
-      return d ? d : p.sinks + sink_off_[static_cast<size_t>(r.index)] * p.rows;
+      if (d) return d;
+      const auto i = static_cast<size_t>(r.index);
+      return inputs_[i].batched ? p.sinks + sink_off_[i] * p.rows
+                                : p.sinks + sink_pr_ * p.rows + sink_off_[i];
     }
     case RefKind::weight: {
       float* d = p.d_weights ? p.d_weights[r.index] : nullptr;
@@ -115,27 +124,9 @@ float* TracedGraph::grad_ptr(const Ptrs& p, Ref r) const {
 
 namespace {
 
-// The Broadcast of a node at `rows` rows: the plan's batch extent 2 is the
-// outer factor of merged axis 0 (the batch axis is first and never dropped).
-Broadcast at_rows(const Broadcast& g, bool batched, int64_t rows) {
-  Broadcast r = g;
-  if (batched) {
-    r.dims[0] = g.dims[0] / 2 * rows;
-    r.size = g.size / 2 * rows;
-  }
-  return r;
-}
-
-struct View3 {
-  int64_t outer, extent, inner;
-};
-
-View3 view_at(const TracedGraph::Node& nd, int64_t rows) {
-  View3 v{nd.outer, nd.extent, nd.inner};
-  if (nd.rows_in == 1) v.outer *= rows;
-  if (nd.rows_in == 2) v.extent *= rows;
-  return v;
-}
+using traced::at_rows;
+using traced::View3;
+using traced::view_at;
 
 // The strided_copy of a transpose at `rows` rows (src: the operand's
 // row-major layout; dst: the output's), or its inverse.
@@ -241,6 +232,14 @@ void TracedGraph::run_forward(Backend& be, const Ptrs& p, const Node& nd) const 
     case TracedKind::expand_dims:
     case TracedKind::squeeze:
       break;  // views: no work
+    case TracedKind::one_hot:
+    case TracedKind::argmax:
+    case TracedKind::take_along_axis:
+    case TracedKind::concatenate:
+    case TracedKind::cast:
+    case TracedKind::slice:
+      run_index_forward(be, p, nd);
+      break;
   }
 }
 
@@ -367,6 +366,14 @@ void TracedGraph::run_backward(Backend& be, const Ptrs& p, const Node& nd) const
     case TracedKind::expand_dims:
     case TracedKind::squeeze:
       break;  // no VJP (views share their operand's gradient buffer)
+    case TracedKind::one_hot:
+    case TracedKind::argmax:
+    case TracedKind::take_along_axis:
+    case TracedKind::concatenate:
+    case TracedKind::cast:
+    case TracedKind::slice:
+      run_index_backward(be, p, nd);
+      break;
   }
 }
 

@@ -18,108 +18,16 @@
 #include "core/json.h"
 #include "nn/traced_graph.h"
 #include "tests/test_util.h"
+#include "tests/traced_graph_run.h"
 
 namespace mr {
 namespace {
 
-using Vec = std::vector<float>;
-
-// Device buffers of one graph on one backend, sized for `rows` up front.
-struct GraphRun {
-  Backend& be;
-  const TracedGraph& g;
-  int64_t rows;
-  std::vector<DeviceBuffer> in, w, out, din, dw, dout;
-  DeviceBuffer consts, aux, scratch;
-  std::vector<const float*> in_p, w_p, dout_p;
-  std::vector<float*> out_p, din_p, dw_p;
-
-  DeviceBuffer alloc(int64_t n) {
-    return be.allocate(static_cast<size_t>(std::max<int64_t>(n, 1)) * 4);
-  }
-  GraphRun(Backend& b, const TracedGraph& graph, int64_t r) : be(b), g(graph), rows(r) {
-    for (int i = 0; i < g.num_inputs(); ++i) {
-      const auto& s = g.input_shape(i);
-      int64_t n = rows;
-      for (size_t j = 1; j < s.dims.size(); ++j) n *= s.dims[j];
-      in.push_back(alloc(n));
-      din.push_back(alloc(n));
-    }
-    for (int i = 0; i < g.num_weights(); ++i) {
-      int64_t n = 1;
-      for (int64_t d : g.weight_shape(i).dims) n *= d;
-      w.push_back(alloc(n));
-      dw.push_back(alloc(n));
-    }
-    for (int i = 0; i < g.num_outputs(); ++i) {
-      out.push_back(alloc(g.output_floats(i, rows)));
-      dout.push_back(alloc(g.output_floats(i, rows)));
-    }
-    consts = alloc(g.constant_floats());
-    g.upload_constants(be, static_cast<float*>(consts.get()));
-    aux = alloc(g.aux_floats(rows));
-    scratch = alloc(g.scratch_floats(rows));
-    for (auto& b2 : in) in_p.push_back(static_cast<const float*>(b2.get()));
-    for (auto& b2 : w) w_p.push_back(static_cast<const float*>(b2.get()));
-    for (auto& b2 : dout) dout_p.push_back(static_cast<const float*>(b2.get()));
-    for (auto& b2 : out) out_p.push_back(static_cast<float*>(b2.get()));
-    for (auto& b2 : din) din_p.push_back(static_cast<float*>(b2.get()));
-    for (auto& b2 : dw) dw_p.push_back(static_cast<float*>(b2.get()));
-  }
-  void set(DeviceBuffer& b, const Vec& v) { be.upload(b.get(), v.data(), v.size() * 4); }
-  Vec get(const DeviceBuffer& b, size_t n) {
-    Vec v(n);
-    be.download(v.data(), b.get(), n * 4);
-    return v;
-  }
-  void forward() {
-    g.forward(be, rows, in_p.data(), w_p.data(), static_cast<const float*>(consts.get()),
-              out_p.data(), static_cast<float*>(aux.get()));
-  }
-  void backward() {
-    g.backward(be, rows, in_p.data(), w_p.data(), static_cast<const float*>(consts.get()),
-               static_cast<const float*>(aux.get()), static_cast<float*>(scratch.get()),
-               dout_p.data(), din_p.data(), dw_p.data());
-  }
-  Vec output(int i = 0) {
-    return get(out[static_cast<size_t>(i)], static_cast<size_t>(g.output_floats(i, rows)));
-  }
-};
-
-TracedGraph graph(const std::string& text) { return TracedGraph(parse_json(text, "test graph")); }
-
-// sum_i <out_i, dout_i> in double, for finite differences.
-double objective(GraphRun& r, const std::vector<Vec>& douts) {
-  r.forward();
-  double s = 0.0;
-  for (int i = 0; i < r.g.num_outputs(); ++i) {
-    const Vec o = r.output(i);
-    for (size_t j = 0; j < o.size(); ++j)
-      s += static_cast<double>(o[j]) * douts[static_cast<size_t>(i)][j];
-  }
-  return s;
-}
-
-// Central differences of the objective in every element of `buf` (holding
-// `x`), against `grad`.
-void expect_fd(GraphRun& r, DeviceBuffer& buf, Vec x, const Vec& grad,
-               const std::vector<Vec>& douts, const char* what) {
-  ASSERT_EQ(x.size(), grad.size());
-  const float h = 1e-2f;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const float x0 = x[i];
-    x[i] = x0 + h;
-    r.set(buf, x);
-    const double up = objective(r, douts);
-    x[i] = x0 - h;
-    r.set(buf, x);
-    const double dn = objective(r, douts);
-    x[i] = x0;
-    r.set(buf, x);
-    const double fd = (up - dn) / (2.0 * h);
-    EXPECT_NEAR(grad[i], fd, 3e-3 + 3e-3 * std::fabs(fd)) << what << " element " << i;
-  }
-}
+using testgraph::expect_fd;
+using testgraph::graph;
+using testgraph::GraphRun;
+using testgraph::objective;
+using testgraph::Vec;
 
 constexpr int64_t kRows = 5;
 
@@ -567,9 +475,9 @@ TEST(TracedGraph, ParseAndShapeErrorsNameTheNode) {
       head + R"({"op": "abs", "in": [["node", 0]], "atrs": {}}], "outputs": [["node", 1]]})",
       ErrorKind::value);
   EXPECT_NE(msg.find("unknown key \"atrs\""), std::string::npos) << msg;
-  msg = error_of(R"({"inputs": [{"shape": [3]}], "nodes": [], "outputs": [["input", 0]]})",
+  msg = error_of(R"({"inputs": [{"shape": [3, null]}], "nodes": [], "outputs": [["input", 0]]})",
                  ErrorKind::value);
-  EXPECT_NE(msg.find("input 0: the shape must start with null"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("input 0: dims must be integers >= 0"), std::string::npos) << msg;
   msg = error_of(R"({"inputs": [5], "nodes": [], "outputs": [["input", 0]]})", ErrorKind::value);
   EXPECT_NE(msg.find("input 0: expected an object"), std::string::npos) << msg;
   msg = error_of(R"({"inputs": [{"shape": [null]}], "constants": [{"shape": [2], "values": [1]}],
@@ -617,6 +525,29 @@ TEST(TracedGraph, ForwardAndBackwardAllocateNothing) {
     r.backward();
   }
   EXPECT_EQ(be.system_allocations(), before);
+}
+
+// The per-row / fixed split of the buffer sizes (a layer sizes its aux for a
+// row budget from them): exact for every rows, on a graph with both kinds.
+TEST(TracedGraph, BufferSizesSplitIntoPerRowAndFixedParts) {
+  for (const char* text : {kDense, R"({"inputs": [{"shape": [null, 3]}],
+      "nodes": [{"op": "sum", "in": [["input", 0]], "attrs": {"axis": 0}},
+                {"op": "mean", "in": [["input", 0]], "attrs": {"axis": [0, 1]}},
+                {"op": "multiply", "in": [["input", 0], ["node", 0]]}],
+      "outputs": [["node", 2], ["node", 1]]})"}) {
+    const TracedGraph g = graph(text);
+    EXPECT_GT(g.aux_per_row(), 0);
+    EXPECT_GT(g.scratch_per_row(), 0);
+    for (int64_t rows : {0, 1, 7, 1000}) {
+      EXPECT_EQ(g.aux_floats(rows), g.aux_per_row() * rows + g.aux_fixed()) << rows;
+      EXPECT_EQ(g.scratch_floats(rows), g.scratch_per_row() * rows + g.scratch_fixed()) << rows;
+    }
+  }
+  // The sum over the batch axis and the mean of all are fixed-size values.
+  const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 3]}],
+      "nodes": [{"op": "sum", "in": [["input", 0]], "attrs": {"axis": 0}}],
+      "outputs": [["node", 0]]})");
+  EXPECT_GE(g.aux_fixed(), 3);
 }
 
 }  // namespace

@@ -213,6 +213,41 @@ TEST(TracedUsers, CategoricalCrossentropyFromLogitsGivesTheBuiltIn) {
   }
 }
 
+// -take_along_axis(log_softmax(y_pred), cast(y_true, "int32"), axis = -1):
+// the stable sparse cross-entropy from logits against the built-in, with
+// class-index targets (1 per sample) and sample weights.
+TEST(TracedUsers, SparseCategoricalCrossentropyFromLogitsGivesTheBuiltIn) {
+  const char* sparse = R"({"inputs": [{"shape": [null, 1]}, {"shape": [null, 3]}],
+    "nodes": [{"op": "log_softmax", "in": [["input", 1]], "attrs": {"axis": -1}},
+              {"op": "cast", "in": [["input", 0]], "attrs": {"dtype": "int32"}},
+              {"op": "take_along_axis", "in": [["node", 0], ["node", 1]], "attrs": {"axis": -1}},
+              {"op": "negative", "in": [["node", 2]]}],
+    "outputs": [["node", 3]]})";
+  for (int n : {1, 2}) {
+    std::vector<Vec> params;
+    std::vector<std::vector<double>> logs;
+    for (bool use_graph : {false, true}) {
+      Model m(dense_model(), cpus(n), 1);
+      m.compile(sgd(use_graph ? traced_loss(sparse)
+                              : builtin(LossKind::sparse_categorical_crossentropy, true)));
+      for (uint32_t s = 0; s < 3; ++s) {
+        const Data d = data(7 - 2 * (s % 2), s, false);
+        Vec y;
+        for (int64_t r = 0; r < d.rows; ++r) y.push_back(static_cast<float>((r * 7 + s) % 3));
+        HostBatch b;
+        b.rows = d.rows;
+        b.parts = {HostComponent{d.x.data(), 4}, HostComponent{y.data(), 1},
+                   HostComponent{d.w.data(), 1}};
+        m.train_step(b);
+      }
+      params.push_back(m.get_params());
+      logs.push_back(m.read_metrics());
+    }
+    EXPECT_LT(rel_diff(params[1], params[0]), 1e-6) << n << " replicas";
+    EXPECT_LT(rel_diff(logs[1][0], logs[0][0]), 1e-6) << n << " replicas";
+  }
+}
+
 // A function returning the batch mean (one value) equals the per-sample form
 // on 1 and 2 replicas (each replica weighs its local mean by its rows).
 TEST(TracedUsers, ScalarLossIsABatchMean) {

@@ -242,6 +242,13 @@ class CpuBackend : public Backend {
                     float* y) override;
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
+  // ---- i15-ops: index and cast ops of traced graphs (cpu_traced_index.cpp) ----
+  void argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) override;
+  void take_along_axis(int64_t outer, int64_t n, int64_t k, int64_t inner, const float* x,
+                       const float* idx, float* y) override;
+  void take_along_axis_backward(int64_t outer, int64_t n, int64_t k, int64_t inner,
+                                const float* idx, const float* dy, float* dx) override;
+  void cast_values(CastOp op, int64_t n, const float* x, float* y) override;
   // ---- i15-users: the reduction of traced losses and metrics (cpu_traced_reduce.cpp) ----
   void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
                      const float* sample_weight, float grad_scale, float* d_out, double* sum,

@@ -390,6 +390,18 @@ class CudaBackend final : public Backend {
                     float* y) override;
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
+  // ---- i15-ops: index and cast ops of traced graphs (cuda_traced_index.cu) ----
+  void argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) override;
+  void take_along_axis(int64_t outer, int64_t n, int64_t k, int64_t inner, const float* x,
+                       const float* idx, float* y) override;
+  void take_along_axis_backward(int64_t outer, int64_t n, int64_t k, int64_t inner,
+                                const float* idx, const float* dy, float* dx) override;
+  void cast_values(CastOp op, int64_t n, const float* x, float* y) override;
+
+ private:
+  // n of the last take_along_axis, for check_status()'s message (a bad
+  // index sets the status word with kIndexStatusTag | kTakeStatusTag).
+  int64_t status_take_n_ = 0;
   // ---- i15-users: the reduction of traced losses and metrics (cuda_traced_reduce.cu) ----
   void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
                      const float* sample_weight, float grad_scale, float* d_out, double* sum,
@@ -411,5 +423,8 @@ void check_launch(const char* kernel, int ordinal);
 // without it the word holds a bad label (cuda_loss.cu). Positions stay below
 // 2^31, so the tag never collides with a position.
 constexpr unsigned long long kIndexStatusTag = 1ull << 63;
+// With kIndexStatusTag, bit 62 marks a bad take_along_axis index
+// (cuda_traced_index.cu) rather than an embedding index.
+constexpr unsigned long long kTakeStatusTag = 1ull << 62;
 
 }  // namespace mr

@@ -346,6 +346,11 @@ void CudaBackend::check_status() {
   const auto bits = static_cast<uint32_t>(word & 0xFFFFFFFFu);
   float label = 0.0f;
   std::memcpy(&label, &bits, sizeof(label));
+  // i15-ops: a take_along_axis index (both tags; cuda_traced_index.cu).
+  if ((word & kIndexStatusTag) != 0 && (word & kTakeStatusTag) != 0)
+    fail(ErrorKind::value, "take_along_axis: index ", label, " at position ",
+         static_cast<int64_t>((word & ~(kIndexStatusTag | kTakeStatusTag)) >> 32),
+         " is not an integer in [", -status_take_n_, ", ", status_take_n_ - 1, "]");
   if ((word & kIndexStatusTag) != 0)
     fail(ErrorKind::value, "embedding index ", label, " at position ", row,
          " is not an integer in 0..", status_input_dim_ - 1);

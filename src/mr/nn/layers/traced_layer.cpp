@@ -76,6 +76,8 @@ class TracedLayer final : public Layer {
   Shape output_shape(const std::vector<Shape>& in) const override {
     expect_inputs(who_, in, static_cast<size_t>(graph_->num_inputs()));
     for (int i = 0; i < graph_->num_inputs(); ++i) {
+      MR_CHECK(graph_->input_shape(i).batched, shape, who_, ": input ", i + 1,
+               " of its traced graph has no batch axis; a layer's inputs have one");
       const Shape want = per_sample(graph_->input_shape(i));
       MR_CHECK(in[static_cast<size_t>(i)].dims() == want.dims(), shape, who_, ": input ", i + 1,
                " has samples of shape ", in[static_cast<size_t>(i)].str(),
