@@ -10,6 +10,7 @@
 
 #include "nn/graph.h"
 #include "nn/layers/registry.h"
+#include "nn/traced_graph.h"  // i15-users
 #include "r_glue.h"
 #include "r_mixed_precision.h"
 #include "r_optimizer.h"
@@ -156,6 +157,19 @@ void cpp_model_set_weights(SEXP ptr, Rcpp::List weights) {
 }
 
 namespace {
+// ---- i15-users: the optional `graph` field of a loss or metric list: the
+// JSON text of a traced graph (R/ops tracer); absent or "" = built-in ----
+std::shared_ptr<const mr::TracedGraph> traced_graph(const Rcpp::List& spec, const char* what) {
+  if (!spec.containsElementNamed("graph")) return nullptr;
+  const std::string text = Rcpp::as<std::string>(spec["graph"]);
+  if (text.empty()) return nullptr;
+  const std::string name =
+      spec.containsElementNamed("name") ? Rcpp::as<std::string>(spec["name"]) : std::string();
+  const std::string who = std::string(what) + " '" + name + "'";
+  return std::make_shared<const mr::TracedGraph>(
+      mr::parse_json(text, "the traced graph of " + who));
+}
+
 // A metric as R/metrics-core.R's metric_core_spec() gives it: every field
 // of mr::MetricConfig by name.
 mr::MetricConfig metric_config(const Rcpp::List& mt) {
@@ -163,6 +177,15 @@ mr::MetricConfig metric_config(const Rcpp::List& mt) {
   auto flag = [&](const char* k) { return Rcpp::as<bool>(mt[k]); };
   auto str = [&](const char* k) { return Rcpp::as<std::string>(mt[k]); };
   mr::MetricConfig mc;
+  // i15-users: a traced metric (Keras' MeanMetricWrapper) is its name, its
+  // weighted flag and its graph.
+  if (auto g = traced_graph(mt, "metric")) {
+    mc.kind = mr::MetricKind::mean_metric_wrapper;
+    mc.name = str("name");
+    mc.weighted = flag("weighted");
+    mc.graph = std::move(g);
+    return mc;
+  }
   mc.kind = mr::metric_kind(str("kind"));
   mc.name = str("name");
   mc.weighted = flag("weighted");
@@ -222,17 +245,23 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
       const Rcpp::List out = outputs[k];
       const Rcpp::List loss = out["loss"];
       mr::OutputConfig oc;
-      oc.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
-      oc.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
-      oc.loss.name = Rcpp::as<std::string>(loss["name"]);
-      // The loss's Keras arguments (R/losses.R, loss_core_spec()).
-      oc.loss.label_smoothing = static_cast<float>(Rcpp::as<double>(loss["label_smoothing"]));
-      oc.loss.has_ignore = Rcpp::as<bool>(loss["has_ignore"]);
-      oc.loss.ignore_class = static_cast<float>(Rcpp::as<double>(loss["ignore_class"]));
-      oc.loss.delta = static_cast<float>(Rcpp::as<double>(loss["delta"]));
-      oc.loss.alpha = static_cast<float>(Rcpp::as<double>(loss["alpha"]));
-      oc.loss.gamma = static_cast<float>(Rcpp::as<double>(loss["gamma"]));
-      oc.loss.apply_class_balancing = Rcpp::as<bool>(loss["apply_class_balancing"]);
+      // i15-users: a traced loss is its name and its graph (null = built-in).
+      oc.loss.graph = traced_graph(loss, "loss");
+      if (oc.loss.graph != nullptr) {
+        oc.loss.name = Rcpp::as<std::string>(loss["name"]);
+      } else {
+        oc.loss.kind = mr::loss_kind(Rcpp::as<std::string>(loss["kind"]));
+        oc.loss.from_logits = Rcpp::as<bool>(loss["from_logits"]);
+        oc.loss.name = Rcpp::as<std::string>(loss["name"]);
+        // The loss's Keras arguments (R/losses.R, loss_core_spec()).
+        oc.loss.label_smoothing = static_cast<float>(Rcpp::as<double>(loss["label_smoothing"]));
+        oc.loss.has_ignore = Rcpp::as<bool>(loss["has_ignore"]);
+        oc.loss.ignore_class = static_cast<float>(Rcpp::as<double>(loss["ignore_class"]));
+        oc.loss.delta = static_cast<float>(Rcpp::as<double>(loss["delta"]));
+        oc.loss.alpha = static_cast<float>(Rcpp::as<double>(loss["alpha"]));
+        oc.loss.gamma = static_cast<float>(Rcpp::as<double>(loss["gamma"]));
+        oc.loss.apply_class_balancing = Rcpp::as<bool>(loss["apply_class_balancing"]);
+      }
       oc.weight = static_cast<float>(Rcpp::as<double>(out["weight"]));
       oc.name = Rcpp::as<std::string>(out["name"]);
       const Rcpp::List metrics = out["metrics"];

@@ -745,6 +745,23 @@ class Backend {
   // CastOp). y may alias x.
   virtual void cast_values(CastOp op, int64_t n, const float* x, float* y) = 0;
 
+  // ---- i15-users: the reduction of traced losses and metrics
+  // (train/traced_objectives.h; cpu_traced_reduce.cpp, cuda_traced_reduce.cu) ----
+  // Keras' "sum_over_batch_size" reduction of a traced loss's or metric's
+  // output over this slice's `rows` rows, w_r = sample_weight[r] (null: 1).
+  // batched (out: rows x width, width >= 1): l_r = the mean of row r's
+  //   values (summed in double in increasing j); *sum += sum_r w_r l_r and,
+  //   when count is not null, *count += sum_r w_r; d_out (when not null,
+  //   rows x width) = grad_scale * w_r / width in row r.
+  // not batched (out: `width` values of a batch mean): v = their mean,
+  //   W = sum_r w_r; *sum += v W, *count += W (count not null); d_out (when
+  //   not null, width floats) = grad_scale * W / width.
+  // sum, count: device doubles (the metric-sum block). Deterministic (sums
+  // in a fixed order for a given rows), allocates nothing; NaN propagates.
+  virtual void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
+                             const float* sample_weight, float grad_scale, float* d_out,
+                             double* sum, double* count) = 0;
+
  private:
   WaitLimits limits_;
 };

@@ -33,7 +33,11 @@ enum class MetricKind {
   precision,
   recall,
   fbeta_score,
-  mean_iou
+  mean_iou,
+  // ---- i15-users: a traced function's per-sample values (Keras'
+  // MeanMetricWrapper): state (sum of w * value, sum of w), filled by
+  // Backend::traced_reduce, never by Backend::metric ----
+  mean_metric_wrapper
 };
 
 enum class AucCurve { roc, pr };

@@ -60,6 +60,10 @@ void Executor::reserve(int64_t rows) {
   // here so that no step allocates them.
   for (int i = 0; i < graph_.size(); ++i)
     if (!graph_.node(i).inputs.empty()) graph_.layer(i).prepare(be_, graph_.in_shapes(i), rows);
+  // i15-users: values layers keep in their (new) work regions (Layer::prepare_work).
+  for (int i = 0; i < graph_.size(); ++i)
+    if (!graph_.node(i).inputs.empty() && buf_[static_cast<size_t>(i)].work >= 0)
+      graph_.layer(i).prepare_work(be_, graph_.in_shapes(i), at(buf_[static_cast<size_t>(i)].work));
   capacity_ = rows;
 }
 

@@ -120,6 +120,14 @@ class Layer {
   const DTypePolicy& dtype_policy() const { return dtype_policy_; }
   void set_dtype_policy(DTypePolicy p) { dtype_policy_ = std::move(p); }
 
+  // ---- i15-users: values a layer keeps in its work region across steps ----
+  // Called by the executor each time it (re)allocates the node's work region
+  // (work_floats() floats of `be`), outside any step: a layer may write
+  // values there that its passes read and never write (a traced layer's
+  // constants, nn/layers/traced_layer.cpp), so no step uploads them.
+  virtual void prepare_work(Backend& /*be*/, const std::vector<Shape>& /*in*/,
+                            float* /*work*/) const {}
+
  private:
   DTypePolicy dtype_policy_;
 };

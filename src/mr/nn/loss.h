@@ -2,6 +2,7 @@
 // arithmetic is in the backends (Backend::loss / Backend::metric).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,9 @@ namespace mr {
 struct LossConfig : LossParams {
   LossKind kind = LossKind::sparse_categorical_crossentropy;
   std::string name = "sparse_categorical_crossentropy";
+  // ---- i15-users: a loss written in R with op_* (train/traced_objectives.h):
+  // its traced graph of inputs (y_true, y_pred); null: the built-in `kind` ----
+  std::shared_ptr<const TracedGraph> graph;
 };
 
 // The loss's arguments for one global batch of `rows` target rows of

@@ -4,17 +4,24 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/metric_spec.h"
 
 namespace mr {
 
+class TracedGraph;  // i15-users: nn/traced_graph.h
+
 struct MetricConfig : MetricSpec {
   std::string name = "sparse_categorical_accuracy";
   // An entry of Keras' weighted_metrics: its state is weighted by the
   // samples' weights; plain metrics ignore them.
   bool weighted = false;
+  // ---- i15-users: a metric written in R with op_* (Keras'
+  // MeanMetricWrapper; kind mean_metric_wrapper): its traced graph of
+  // inputs (y_true, y_pred); null: the built-in `kind` ----
+  std::shared_ptr<const TracedGraph> graph;
 };
 
 MetricKind metric_kind(const std::string& name);

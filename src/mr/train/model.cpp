@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "nn/traced_objective.h"  // i15-users
 #include "train/frozen.h"
 #include "train/param_ranges.h"
 
@@ -80,16 +81,18 @@ void Model::compile(const CompileConfig& config) {
     for (const MetricConfig& m : c.outputs[k].metrics) {
       validate_metric(m, cols);
       // The metrics read the loss's targets.
-      MR_CHECK(metric_target_width(m, cols) == target_width(c.outputs[k].loss.kind, cols), value,
-               "metric '", m.name, "' needs targets of ", metric_target_width(m, cols),
-               " values per sample, but the loss '", c.outputs[k].loss.name, "' takes ",
-               target_width(c.outputs[k].loss.kind, cols));
+      // i15-users: traced losses and metrics take y_true's width.
+      MR_CHECK(metric_config_target_width(m, cols) == loss_target_width(c.outputs[k].loss, cols),
+               value, "metric '", m.name, "' needs targets of ",
+               metric_config_target_width(m, cols), " values per sample, but the loss '",
+               c.outputs[k].loss.name, "' takes ", loss_target_width(c.outputs[k].loss, cols));
     }
   }
   c.loss = c.outputs[0].loss;
   c.metrics = c.outputs[0].metrics;
   compile_precision(c);  // i14-mpcore: train/model_precision.cpp
   resolve_frozen(*graph_, c);
+  step_.traced().configure(c, *graph_);  // i15-users: checks, then keeps the traced graphs
   config_ = c;
   state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
   // Slots that do not start at zero (Adagrad's and Ftrl's accumulators).
@@ -182,7 +185,7 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
     for (size_t k = 0; k < n_out; ++k) {
       const OutputConfig& o = config_.outputs[k];
       const int64_t cols = output_width(static_cast<int>(k));
-      const int64_t want = target_width(o.loss.kind, cols);
+      const int64_t want = loss_target_width(o.loss, cols);  // i15-users
       MR_CHECK(batch.parts[n_in + k].width == want, shape, "the targets",
                n_out > 1 ? " of output " + std::to_string(k + 1) : std::string(), " have ",
                batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name, " with ",

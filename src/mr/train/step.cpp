@@ -92,6 +92,7 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
   graphs_ = std::make_unique<StepGraphs>(replicas.size());  // i14-gpu
   input_ = std::make_unique<DeviceInput>(replicas);         // i14-devinput
   resident_ = std::make_unique<ResidentInput>(replicas);    // i14-devinput
+  traced_ = std::make_unique<TracedObjectives>(replicas);   // i15-users
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
     rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
@@ -154,6 +155,7 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
       rep.weight_capacity = rows;
     }
   }
+  traced_->reserve(rows);  // i15-users: traced losses' and metrics' buffers
 }
 
 std::pair<int64_t, int64_t> Step::stage(int rank, const HostBatch& batch, bool targets) {
@@ -289,12 +291,18 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // weight of 0 still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     // The loss's per-batch arguments come from the whole global batch.
-    be.loss(o.loss.kind, batch_params_[k], count, cols, out, tgt, sw, grad_scale * o.weight, grad,
-            sums + at);
+    if (o.loss.graph != nullptr)  // i15-users: a traced loss
+      traced_->loss(rank, o.loss, count, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
+    else
+      be.loss(o.loss.kind, batch_params_[k], count, cols, out, tgt, sw, grad_scale * o.weight, grad,
+              sums + at);
     // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
-      be.metric(m, count, cols, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
+      if (m.graph != nullptr)  // i15-users: a traced metric
+        traced_->metric(rank, m, count, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
+      else
+        be.metric(m, count, cols, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
       state_at += static_cast<size_t>(metric_state_size(m, cols));
     }
     at = state_at;
@@ -408,6 +416,9 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   // kernel argument that changes whenever the scale does, and the host reads
   // the skip word after every step: eager.
   if (c.loss_scale.dynamic) return false;
+  // i15-users: traced graphs (layers, losses, metrics) run eagerly until
+  // their ops are checked under capture on a GPU.
+  if (traced_->present()) return false;
   return true;
 }
 

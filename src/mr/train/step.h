@@ -26,6 +26,7 @@
 #include "train/resident_input.h"
 #include "train/step_clock.h"
 #include "train/step_graphs.h"
+#include "train/traced_objectives.h"  // i15-users
 #include "train/training_state.h"
 #include "train/update.h"
 
@@ -204,6 +205,13 @@ class Step {
   bool resident_on_ = false;
   std::vector<LossParams> resident_params_;
   std::vector<float> resident_targets_;  // host scratch: one output's targets of the batch
+  // ---- i15-users: traced losses and metrics (train/traced_objectives.h) ----
+ public:
+  // Configured by Model::compile(), sized by reserve(), run by losses().
+  TracedObjectives& traced() { return *traced_; }
+
+ private:
+  std::unique_ptr<TracedObjectives> traced_;
 };
 
 }  // namespace mr

@@ -249,6 +249,10 @@ class CpuBackend : public Backend {
   void take_along_axis_backward(int64_t outer, int64_t n, int64_t k, int64_t inner,
                                 const float* idx, const float* dy, float* dx) override;
   void cast_values(CastOp op, int64_t n, const float* x, float* y) override;
+  // ---- i15-users: the reduction of traced losses and metrics (cpu_traced_reduce.cpp) ----
+  void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
+                     const float* sample_weight, float grad_scale, float* d_out, double* sum,
+                     double* count) override;
 };
 
 // Throws mr::Error (device) when this CPU lacks an instruction set the build

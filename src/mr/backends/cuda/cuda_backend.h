@@ -402,6 +402,10 @@ class CudaBackend final : public Backend {
   // n of the last take_along_axis, for check_status()'s message (a bad
   // index sets the status word with kIndexStatusTag | kTakeStatusTag).
   int64_t status_take_n_ = 0;
+  // ---- i15-users: the reduction of traced losses and metrics (cuda_traced_reduce.cu) ----
+  void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
+                     const float* sample_weight, float grad_scale, float* d_out, double* sum,
+                     double* count) override;
 };
 
 namespace cuda {

@@ -6,8 +6,6 @@
 
 namespace mr {
 
-namespace {
-
 uint64_t derive_seed(uint64_t seed, int k) {
   // splitmix64 finaliser: distinct, well-mixed seeds for the layer's parts.
   uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(k + 1);
@@ -15,8 +13,6 @@ uint64_t derive_seed(uint64_t seed, int k) {
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return (z ^ (z >> 31)) & 0x7fffffffULL;
 }
-
-}  // namespace
 
 ConfigReader::ConfigReader(const char* class_name, const Json& config, uint64_t seed)
     : class_name_(class_name), cfg_(config), seed_(seed) {

@@ -73,6 +73,10 @@ void write_weight_options(Json& config,
                           const std::vector<std::pair<const char*, const WeightOptions*>>& weights);
 
 Activation activation_from_name(const std::string& name);
+
+// The seed of a layer's k-th random component, from the layer's seed (what
+// ConfigReader::initializer uses; i15-users: traced layers' weights).
+uint64_t derive_seed(uint64_t seed, int k);
 const char* activation_name(Activation act);
 
 }  // namespace mr

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "nn/dtype_policy.h"
+#include "nn/layers/traced_layer.h"  // i15-users
 
 // One line per layer type: X(KerasClassName). The file nn/layers/<name>.cpp
 // defines make_layer_<KerasClassName>() with MR_REGISTER_LAYER.
@@ -72,6 +73,14 @@ constexpr LayerType kLayerTypes[] = {MR_LAYER_TYPES(MR_TABLE_ENTRY)};
 
 std::unique_ptr<Layer> make_layer(const std::string& class_name, const Json& config,
                                   uint64_t seed) {
+  // ---- i15-users: a config carrying a traced graph is a traced layer,
+  // whatever its (the user's) class name (nn/layers/traced_layer.h) ----
+  if (config.is_object() && config.contains("mirrored_graph")) {
+    std::unique_ptr<Layer> layer = make_traced_layer(class_name, config, seed);
+    if (config.contains("dtype"))
+      layer->set_dtype_policy(parse_dtype_policy(config["dtype"], class_name));
+    return layer;
+  }
   for (const LayerType& t : kLayerTypes)
     if (class_name == t.class_name) {
       std::unique_ptr<Layer> layer = t.make(config, seed);

@@ -1,0 +1,204 @@
+// A layer running a traced graph (nn/layers/traced_layer.h). The graph's
+// inputs are the layer's inputs (batched; their per-sample shapes must be
+// the layer's input shapes), its one output the layer's output (batched),
+// its weights the layer's, in the graph's order: trainable ones are
+// parameters (gradients, optimizer slots, all-reduce), the others state,
+// which the graph only reads.
+//
+// Buffers. The graph's constants live in the node's work region, written
+// once when the executor sizes it (Layer::prepare_work), so no step uploads
+// them. The graph's aux (its forward values, kept for backward) and, after
+// it, its backward scratch live in the node's aux region. TracedGraph lays
+// each out contiguously as per-row floats times rows followed by fixed
+// floats, so aux_per_row() charges the fixed part once per row:
+// aux_floats(1) + scratch_floats(1) per row bounds aux_floats(rows) +
+// scratch_floats(rows) for every rows >= 1 (a pass of 0 rows touches no
+// buffer). This costs (rows - 1) x the fixed floats, which is small for
+// graphs whose unbatched values are a few weight-sized temporaries; a
+// TracedGraph taking its per-row and fixed parts at separate pointers would
+// put the fixed part in work instead.
+#include "nn/layers/traced_layer.h"
+
+#include <utility>
+#include <vector>
+
+#include "nn/layers/layer_util.h"
+#include "nn/traced_graph.h"
+
+namespace mr {
+
+namespace {
+
+class TracedLayer final : public Layer {
+ public:
+  TracedLayer(const std::string& class_name, const Json& config, uint64_t seed)
+      : class_name_(class_name) {
+    ConfigReader r(class_name_.c_str(), config, seed);
+    name_ = r.name();
+    who_ = r.who();
+    const Json* g = r.take("mirrored_graph");
+    MR_CHECK(g != nullptr && g->is_object(), value, who_,
+             ": 'mirrored_graph' must be a traced graph (a JSON object), got ",
+             g == nullptr ? std::string("nothing") : g->dump());
+    graph_json_ = *g;
+    // An R list cannot tell {} from []: a config that went through R (the
+    // layer's config kept and saved there) brings a node's empty "attrs"
+    // back as [], read here as the empty object it was.
+    if (graph_json_.contains("nodes") && graph_json_["nodes"].is_array())
+      for (Json& nd : graph_json_["nodes"])
+        if (nd.is_object() && nd.contains("attrs") && nd["attrs"].is_array() && nd["attrs"].empty())
+          nd["attrs"] = Json::object();
+    try {
+      graph_ = std::make_unique<TracedGraph>(graph_json_);
+    } catch (const Error& e) {
+      throw Error(e.kind(), who_ + ": " + e.what());
+    }
+    // The user's get_config() entries, in their order; the base keys are
+    // written by config() as every layer writes them.
+    for (auto it = config.begin(); it != config.end(); ++it)
+      if (it.key() != "name" && it.key() != "trainable" && it.key() != "dtype" &&
+          it.key() != "mirrored_graph")
+        user_[it.key()] = it.value();
+    MR_CHECK(graph_->num_inputs() >= 1, value, who_, ": its graph has no inputs");
+    MR_CHECK(graph_->num_outputs() == 1, value, who_, ": its graph must have one output, it has ",
+             graph_->num_outputs());
+    const TracedGraph::ValueShape out = graph_->output_shapes()[0];
+    MR_CHECK(out.batched, shape, who_,
+             ": its output must keep the batch axis first (a layer's output has one row per "
+             "sample), got an unbatched value of shape ",
+             shape_str(out));
+    out_ = Shape(std::vector<int64_t>(out.dims.begin() + 1, out.dims.end()));
+    read_weights(seed);
+  }
+
+  const char* class_name() const override { return class_name_.c_str(); }
+
+  Shape output_shape(const std::vector<Shape>& in) const override {
+    expect_inputs(who_, in, static_cast<size_t>(graph_->num_inputs()));
+    for (int i = 0; i < graph_->num_inputs(); ++i) {
+      MR_CHECK(graph_->input_shape(i).batched, shape, who_, ": input ", i + 1,
+               " of its traced graph has no batch axis; a layer's inputs have one");
+      const Shape want = per_sample(graph_->input_shape(i));
+      MR_CHECK(in[static_cast<size_t>(i)].dims() == want.dims(), shape, who_, ": input ", i + 1,
+               " has samples of shape ", in[static_cast<size_t>(i)].str(),
+               "; its traced graph was traced for ", want.str());
+    }
+    return out_;
+  }
+
+  std::vector<WeightSpec> weights(const std::vector<Shape>& /*in*/) const override {
+    return weights_;
+  }
+
+  int64_t aux_per_row(const std::vector<Shape>& /*in*/) const override {
+    return graph_->aux_floats(1) + graph_->scratch_floats(1);
+  }
+  int64_t work_floats(const std::vector<Shape>& /*in*/) const override {
+    return graph_->constant_floats();
+  }
+  void prepare_work(Backend& be, const std::vector<Shape>& /*in*/, float* work) const override {
+    graph_->upload_constants(be, work);
+  }
+
+  void forward(const ForwardArgs& a) const override {
+    if (a.rows == 0) return;
+    const std::vector<const float*> w = weight_ptrs(a.params, a.state);
+    float* const outs[1] = {a.out};
+    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, a.aux);
+  }
+
+  void backward(const BackwardArgs& a) const override {
+    if (a.rows == 0) {
+      // No rows, no output: every gradient is zero (the all-reduce adds it).
+      for (size_t k = 0; k < a.grads.size(); ++k) a.be.fill(params_numel_[k], a.grads[k], 0.0f);
+      return;
+    }
+    const std::vector<const float*> w = weight_ptrs(a.params, a.state);
+    // d_weights: the trainable weights' gradients, none for the state.
+    std::vector<float*> dw(weights_.size(), nullptr);
+    for (size_t k = 0, p = 0; k < weights_.size(); ++k)
+      if (weights_[k].trainable) dw[k] = a.grads[p++];
+    const float* const douts[1] = {a.d_out};
+    float* scratch = a.aux + graph_->aux_floats(a.rows);
+    graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, a.aux, scratch, douts,
+                     a.d_in.data(), dw.data());
+  }
+
+  Json config() const override {
+    Json c = base_config(name_);
+    for (auto it = user_.begin(); it != user_.end(); ++it) c[it.key()] = it.value();
+    c["mirrored_graph"] = graph_json_;
+    return c;
+  }
+
+ private:
+  static Shape per_sample(const TracedGraph::ValueShape& s) {
+    return Shape(std::vector<int64_t>(s.dims.begin() + (s.batched ? 1 : 0), s.dims.end()));
+  }
+  static std::string shape_str(const TracedGraph::ValueShape& s) {
+    return s.batched ? per_sample(s).str_with_batch() : per_sample(s).str();
+  }
+
+  // The graph's "weights" entries: {"name", "shape", "initializer" (a Keras
+  // initializer config or name; Keras' add_weight() default glorot_uniform),
+  // "trainable" (default true)}; the shapes are the graph's, checked there.
+  void read_weights(uint64_t seed) {
+    if (!graph_json_.contains("weights")) return;
+    const Json& ws = graph_json_["weights"];
+    for (int k = 0; k < graph_->num_weights(); ++k) {
+      const Json& e = ws[static_cast<size_t>(k)];
+      WeightSpec w;
+      w.name = "weight_" + std::to_string(k);
+      if (e.contains("name")) {
+        MR_CHECK(e["name"].is_string() && !e["name"].get<std::string>().empty(), value, who_,
+                 ": weight ", k + 1, "'s name must be a non-empty string, got ", e["name"].dump());
+        w.name = e["name"].get<std::string>();
+      }
+      w.shape = per_sample(graph_->weight_shape(k));
+      const Json init = e.contains("initializer") && !e["initializer"].is_null()
+                            ? e["initializer"]
+                            : Json("glorot_uniform");
+      w.init =
+          initializer_from_keras(init, derive_seed(seed, k), who_ + " weight '" + w.name + "'");
+      if (e.contains("trainable")) {
+        MR_CHECK(e["trainable"].is_boolean(), value, who_, ": weight '", w.name,
+                 "' has 'trainable' ", e["trainable"].dump(), "; expected true or false");
+        w.trainable = e["trainable"].get<bool>();
+      }
+      if (w.trainable) params_numel_.push_back(w.shape.numel());
+      weights_.push_back(std::move(w));
+    }
+  }
+
+  // The graph's weights in graph order from the layer's trainable (params)
+  // and non-trainable (state) lists, which keep that order within each.
+  template <class P, class S>
+  std::vector<const float*> weight_ptrs(const std::vector<P>& params,
+                                        const std::vector<S>& state) const {
+    std::vector<const float*> w(weights_.size(), nullptr);
+    size_t p = 0, s = 0;
+    for (size_t k = 0; k < weights_.size(); ++k)
+      w[k] = weights_[k].trainable ? params[p++] : state[s++];
+    return w;
+  }
+
+  std::string class_name_, name_, who_;
+  Json graph_json_, user_ = Json::object();
+  std::unique_ptr<TracedGraph> graph_;
+  Shape out_;
+  std::vector<WeightSpec> weights_;
+  std::vector<int64_t> params_numel_;  // floats of each trainable weight
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_traced_layer(const std::string& class_name, const Json& config,
+                                         uint64_t seed) {
+  return std::make_unique<TracedLayer>(class_name, config, seed);
+}
+
+bool is_traced_layer(const Layer& layer) {
+  return dynamic_cast<const TracedLayer*>(&layer) != nullptr;
+}
+
+}  // namespace mr
