@@ -235,7 +235,7 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
         if (!is_keras_tensor(x)) x <- x[[1]]
         if (!inherits(layer, "mirrored_model")) layer$last_output <- x
       }
-      private$.graph <- trace_graph(list(first), list(x), call = NULL)
+      private$.graph <- collect_model_graph(list(first), list(x), call = NULL)
       register_layer_models(self)
     }
   )

@@ -90,7 +90,7 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
     abort_value("A named list of {.arg outputs} needs unique, non-empty names; got {.val {output_names}}.")
   }
   name <- check_string(dots$name, "name", null_ok = TRUE) %||% auto_name("functional")
-  graph <- trace_graph(inputs, outputs)
+  graph <- collect_model_graph(inputs, outputs)
   graph$output_names <- output_names
   model <- FunctionalModel$new(name, graph)
   if (!is.null(dots$trainable) && !check_trainable_value(dots$trainable)) model$trainable <- FALSE
@@ -194,7 +194,7 @@ as_tensor_list <- function(x, arg, call = sys.call(-1)) {
 
 # Collects the nodes between inputs and outputs, in creation order (which is
 # a topological order: a node is created after its inputs).
-trace_graph <- function(inputs, outputs, call = sys.call(-1)) {
+collect_model_graph <- function(inputs, outputs, call = sys.call(-1)) {
   nodes <- list()
   visit <- function(t) {
     key <- as.character(t$node$id)
