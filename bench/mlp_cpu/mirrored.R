@@ -19,7 +19,7 @@ model <- keras_model(inputs, outputs)
 loss <- if (custom_loss) {
   function(y_true, y_pred) {
     class <- op_expand_dims(op_cast(y_true, "int32"), -1)
-    -op_squeeze(op_take_along_axis(op_log_softmax(y_pred), class, axis = -1), -1)
+    -op_squeeze(op_take_along_axis(op_log_softmax(y_pred), class, axis = -1, zero_indexed = TRUE), -1)
   }
 } else {
   loss_sparse_categorical_crossentropy(from_logits = TRUE)

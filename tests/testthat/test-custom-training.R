@@ -42,7 +42,7 @@ mlp_logits <- function() {
 
 stable_sparse_ce <- function(y_true, y_pred) {
   idx <- op_expand_dims(op_cast(y_true, "int32"), -1)
-  -op_squeeze(op_take_along_axis(op_log_softmax(y_pred), idx, axis = -1), -1)
+  -op_squeeze(op_take_along_axis(op_log_softmax(y_pred), idx, axis = -1, zero_indexed = TRUE), -1)
 }
 
 for (replicas in c(1, 2)) {
@@ -140,7 +140,8 @@ test_that("custom losses and layers refuse what cannot be traced, naming the lin
   # A per-sample loss must keep the batch axis first or be a scalar.
   odd <- function(y_true, y_pred) op_transpose(y_pred - y_true)
   expect_error(compile(model, optimizer = "sgd", loss = odd), class = "mirrored_error")
-  expect_error(Layer("X", call = function(x) x, 3), "must be named")
+  expect_error(Layer("X", call = function(x) x, public = list(3)), "must be named")
+  expect_error(Layer("X", 3), class = "mirrored_error")
   expect_error(layer_lambda(inputs, 3), "must be a function")
 })
 
