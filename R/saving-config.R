@@ -25,14 +25,25 @@ to_snake_case <- function(name) {
 
 # ---- writing ------------------------------------------------------------------
 
+# How Keras 3 names a layer's class in a file: a built-in one by its module;
+# a custom class (a Layer() class, whose graph mirrored keeps under
+# "mirrored_graph") as Keras writes an unregistered custom class, with no
+# module and its class name as registered name (custom_objects finds it).
+layer_identity <- function(layer) {
+  custom <- !is.null(layer$config$mirrored_graph) && layer$class_name != "Lambda"
+  list(module = if (custom) NULL else "keras.layers", class_name = layer$class_name,
+       registered_name = if (custom) layer$class_name else NULL)
+}
+
 # A serialized layer (the entry in the model's "layers" list). `calls`
 # (functional models): one entry per call of the layer, each a list of its
 # input tensors (name, shape, node_index, tensor: the producing layer or
 # model, which of its calls produced the tensor, and which of that call's
 # outputs it is).
 layer_entry <- function(layer, input_shape, functional, calls = NULL) {
-  e <- list(module = "keras.layers", class_name = layer$class_name, config = layer$config,
-            registered_name = NULL)
+  e <- layer_identity(layer)
+  e$config <- layer$config
+  e <- e[c("module", "class_name", "config", "registered_name")]
   if (layer$class_name != "InputLayer") {
     e$build_config <- list(input_shape = if (is.list(input_shape)) lapply(input_shape, batch_shape_json)
                            else batch_shape_json(input_shape))
@@ -123,7 +134,8 @@ model_inner_config <- function(model) {
     if (is.null(g)) {
       cfg$layers <- lapply(model$layers, function(l) {
         if (inherits(l, "mirrored_model")) return(nested_model_entry(l, FALSE))
-        list(module = "keras.layers", class_name = l$class_name, config = l$config, registered_name = NULL)
+        e <- layer_identity(l)
+        list(module = e$module, class_name = e$class_name, config = l$config, registered_name = e$registered_name)
       })
       return(cfg)
     }

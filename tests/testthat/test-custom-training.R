@@ -158,3 +158,53 @@ test_that("a Loss() class and a loss function give the same as the loss object i
   expect_equal(l(yt, yp), 3 * mean(rowMeans((yt - yp)^2)), tolerance = 1e-6)
   expect_equal(l$name, "scaled_mse")
 })
+
+test_that("a model with custom layers saves to .keras and loads with and without custom_objects", {
+  layer_my_dense <- Layer("MyDense",
+    initialize = function(units, ...) {
+      super$initialize(...)
+      self$units <- units
+    },
+    build = function(input_shape) {
+      self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), self$units), name = "kernel")
+      self$bias <- self$add_weight(shape = shape(self$units), initializer = "zeros", name = "bias")
+    },
+    call = function(inputs) op_relu(op_matmul(inputs, self$kernel) + self$bias),
+    get_config = function() c(super$get_config(), list(units = self$units)))
+  inputs <- keras_input(shape = 4)
+  outputs <- inputs |> layer_my_dense(units = 3) |> layer_lambda(function(x) x * 2) |> layer_dense(units = 2)
+  model <- keras_model(inputs, outputs)
+  model |> compile(optimizer = "adam", loss = "mse")
+  set.seed(4)
+  x <- matrix(rnorm(40), 10)
+  y <- matrix(rnorm(20), 10)
+  fit(model, x, y, epochs = 1, verbose = 0)
+  p <- predict(model, x, verbose = 0)
+  path <- tempfile(fileext = ".keras")
+  save_model(model, path)
+  dir <- tempfile()
+  utils::unzip(path, exdir = dir)
+  cfg <- jsonlite::fromJSON(file.path(dir, "config.json"), simplifyVector = FALSE)
+  entry <- cfg$config$layers[[2]]
+  expect_equal(entry$class_name, "MyDense")
+  expect_equal(entry$registered_name, "MyDense")
+  expect_null(entry$module)
+  expect_equal(entry$config$units, 3)
+  expect_equal(cfg$config$layers[[3]]$class_name, "Lambda")
+  # Without the class, the saved graph runs; with it, the class is re-created.
+  plain <- load_model(path)
+  expect_equal(predict(plain, x, verbose = 0), p, tolerance = 1e-6)
+  again <- load_model(path, custom_objects = list(MyDense = layer_my_dense))
+  expect_equal(predict(again, x, verbose = 0), p, tolerance = 1e-6)
+  expect_identical(get_weights(again), get_weights(model))
+  fit(again, x, y, epochs = 1, verbose = 0)
+  fit(model, x, y, epochs = 1, verbose = 0)
+  expect_equal(get_weights(again), get_weights(model), tolerance = 1e-6)
+})
+
+test_that("subclassed models with a custom train_step are a classed not-supported error", {
+  expect_error(new_model_class("MyModel", train_step = function(data) NULL),
+               class = "mirrored_not_supported_error")
+  expect_error(Model("MyModel", train_step = function(data) NULL), "train_step")
+  expect_error(Model("MyModel", call = function(x) x), class = "mirrored_not_supported_error")
+})
