@@ -239,6 +239,9 @@ trace_base_error <- function(ctx, e) {
            "(use op_where() to choose between values).")
   } else if (head %in% c("&&", "||")) {
     paste0("`", head, "` reads the value of a traced tensor (use `&` / `|` or op_where()).")
+  } else if (nzchar(head) && head %in% getNamespaceExports(topenv(environment(trace_base_error)))) {
+    # An op called wrongly (an unknown argument, a missing one): R's message.
+    paste0("`", head, "()`: ", conditionMessage(e))
   } else if (head == "%*%") {
     "`%*%` is not an op on traced tensors: use op_matmul()."
   } else if (nzchar(head)) {

@@ -134,6 +134,9 @@ test_that("trace errors name the user's function, line and why", {
   expect_s3_class(e, "mirrored_trace_error")
   expect_match(conditionMessage(e), "user-loss.R#3: op_matmul(h, matrix(1, 4, 2))", fixed = TRUE)
   expect_match(conditionMessage(e), "do not multiply", fixed = TRUE)
+  f_arg <- trace_src("function(y_true, y_pred) op_mean(y_pred, axs = 2)")
+  e <- expect_error(tg(f_arg), class = "mirrored_trace_error")
+  expect_match(conditionMessage(e), "`op_mean()`: unused argument (axs = 2)", fixed = TRUE)
   # Without source references the line is the deparsed call.
   f_plain <- eval(parse(text = "function(y_true, y_pred) as.logical(y_pred)", keep.source = FALSE)[[1]])
   e <- expect_error(tg(f_plain), class = "mirrored_trace_error")
