@@ -106,7 +106,7 @@ trace_src <- function(text) {
 
 test_that("trace errors name the user's function, line and why", {
   yp <- list(list(shape = c(NA, 3)), list(shape = c(NA, 3)))
-  tg <- function(fn) mirrored:::trace_graph(fn, yp, what = "the loss function `my_loss`", call = NULL)
+  tg <- function(fn) mirrored:::trace_function(fn, yp, what = "the loss function `my_loss`", call = NULL)
   f_if <- trace_src("function(y_true, y_pred) {\n  a <- 1\n  if (y_pred > 0) y_pred else -y_pred\n}")
   e <- expect_error(tg(f_if), class = "mirrored_trace_error")
   expect_match(conditionMessage(e), "the loss function `my_loss`, at user-loss.R#3: if (y_pred > 0)", fixed = TRUE)
@@ -143,15 +143,15 @@ test_that("trace errors name the user's function, line and why", {
   expect_match(conditionMessage(e), "at as.logical(y_pred): as.logical() reads", fixed = TRUE)
 })
 
-test_that("trace_graph() takes weights the function closes over, and returns an input or a weight as an output", {
+test_that("trace_function() takes weights the function closes over, and returns an input or a weight as an output", {
   wt <- list(list(name = "kernel", shape = c(3L, 2L),
                   initializer = list(class_name = "Zeros", config = setNames(list(), character())),
                   trainable = TRUE))
-  ti <- mirrored:::trace_graph(function(x) x, list(list(shape = c(NA, 3))), what = "t", call = NULL)
+  ti <- mirrored:::trace_function(function(x) x, list(list(shape = c(NA, 3))), what = "t", call = NULL)
   expect_equal(ti$graph$outputs, list(list("input", 0L)))
   self <- new.env()
   wt[[1]]$bind <- function(t) self$kernel <- t
-  tr <- mirrored:::trace_graph(function(x) op_relu(op_matmul(x, self$kernel)),
+  tr <- mirrored:::trace_function(function(x) op_relu(op_matmul(x, self$kernel)),
                                list(list(shape = c(NA, 3))), weights = wt, what = "t", call = NULL)
   expect_equal(tr$graph$weights[[1]]$name, "kernel")
   expect_equal(vapply(tr$graph$nodes, `[[`, "", "op"), c("matmul", "relu"))
@@ -163,7 +163,7 @@ test_that("trace_graph() takes weights the function closes over, and returns an 
   expect_equal(y, pmax(x %*% k, 0), tolerance = 1e-6)
   gw <- mirrored:::cpp_traced_vjp(tr$json, list(x), list(k), list(matrix(1, 2, 2)))$weights[[1]]
   expect_equal(gw, t(x) %*% ((x %*% k > 0) * 1), tolerance = 1e-6)
-  tw <- mirrored:::trace_graph(function(x) self$kernel, list(list(shape = c(NA, 3))), weights = wt,
+  tw <- mirrored:::trace_function(function(x) self$kernel, list(list(shape = c(NA, 3))), weights = wt,
                                what = "t", call = NULL)
   expect_equal(tw$graph$nodes[[1]]$op, "reshape")
 })
