@@ -26,7 +26,8 @@ test_that("traced tensors print like keras3's KerasTensor and give their shape w
   seen <- NULL
   f <- function(y_true, y_pred) {
     seen <<- list(out = capture.output(print(y_pred)), dim = dim(y_pred),
-                  sum_dim = dim(op_sum(y_pred, axis = 2)), lengths = length(op_sum(y_pred)))
+                  sum_dim = dim(op_sum(y_pred, axis = 2)), lengths = length(op_sum(y_pred)),
+                  rank1 = format(op_sum(y_pred, axis = 2)), rank0 = format(op_argmax(op_sum(y_pred, axis = 1))))
     y_pred
   }
   trace_fn(f, shapes = list(c(NA, 4), c(NA, 4)))
@@ -34,6 +35,8 @@ test_that("traced tensors print like keras3's KerasTensor and give their shape w
   expect_equal(seen$dim, c(NA, 4L))
   expect_equal(seen$sum_dim, NA_integer_)
   expect_equal(seen$lengths, 1L)
+  expect_equal(seen$rank1, "<KerasTensor shape=(None,), dtype=float32>")
+  expect_equal(seen$rank0, "<KerasTensor shape=(), dtype=int32>")
 })
 
 test_that("R's operators on traced tensors are the graph's ops and R numbers become constants", {
