@@ -45,6 +45,9 @@ check_op_array <- function(x, arg, call) {
     abort_value("{.arg {arg}} must be a numeric or logical array (or a traced tensor), not {describe(x)}.",
                 call = call)
   }
+  if (!is.double(x) && anyNA(x)) {
+    abort_value("{.arg {arg}} must not contain NA (an integer or logical NA has no float32 value).", call = call)
+  }
 }
 
 # A tensor operand in a tracing context: a traced tensor of that context,

@@ -173,7 +173,8 @@ format_user_call <- function(cl, sr) {
 }
 
 #' Traces `fn` into a graph (internal; the layer, loss and metric code builds
-#' on it).
+#' on it). Named trace_function(), not trace_graph(): R/model.R's
+#' trace_graph() builds the functional API's layer graph.
 #'
 #' @param fn The user's function, called once on traced tensors.
 #' @param inputs A list of `list(shape = c(NA, 10), dtype = "float32")`: NA
@@ -188,7 +189,7 @@ format_user_call <- function(cl, sr) {
 #' @return `list(graph = <the JSON as an R list>, json = <string>, outputs =
 #'   list of list(shape, dtype), weights = <the weights' traced tensors>)`.
 #' @noRd
-trace_graph <- function(fn, inputs, weights = list(), what, call) {
+trace_function <- function(fn, inputs, weights = list(), what, call) {
   ctx <- new_trace_context(what = what, fn = fn, eager = FALSE, call = call)
   xs <- lapply(inputs, function(i) trace_add_input(ctx, i$shape, i$dtype %||% "float32"))
   ws <- lapply(weights, function(w) {
@@ -239,6 +240,9 @@ trace_base_error <- function(ctx, e) {
            "(use op_where() to choose between values).")
   } else if (head %in% c("&&", "||")) {
     paste0("`", head, "` reads the value of a traced tensor (use `&` / `|` or op_where()).")
+  } else if (nzchar(head) && head %in% getNamespaceExports(topenv(environment(trace_base_error)))) {
+    # An op called wrongly (an unknown argument, a missing one): R's message.
+    paste0("`", head, "()`: ", conditionMessage(e))
   } else if (head == "%*%") {
     "`%*%` is not an op on traced tensors: use op_matmul()."
   } else if (nzchar(head)) {

@@ -16,18 +16,16 @@ is_traced_tensor <- function(x) inherits(x, "mirrored_traced_tensor")
 tt_batched <- function(t) length(t$shape) > 0L && is.na(t$shape[[1]])
 
 #' @export
-print.mirrored_traced_tensor <- function(x, ...) {
-  d <- vapply(x$shape, function(v) if (is.na(v)) "None" else as.character(v), "")
-  body <- if (length(d) == 1L) paste0(d, ",") else paste(d, collapse = ", ")
-  cat("<KerasTensor shape=(", body, "), dtype=", x$dtype, ">\n", sep = "")
-  invisible(x)
-}
-
-#' @export
 format.mirrored_traced_tensor <- function(x, ...) {
   d <- vapply(x$shape, function(v) if (is.na(v)) "None" else as.character(v), "")
   paste0("<KerasTensor shape=(", if (length(d) == 1L) paste0(d, ",") else paste(d, collapse = ", "),
          "), dtype=", x$dtype, ">")
+}
+
+#' @export
+print.mirrored_traced_tensor <- function(x, ...) {
+  cat(format(x), "\n", sep = "")
+  invisible(x)
 }
 
 #' @export

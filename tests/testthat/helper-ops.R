@@ -4,7 +4,7 @@
 trace_fn <- function(fn, ..., shapes = NULL, what = "the test function") {
   vals <- list(...)
   shapes <- shapes %||% lapply(vals, function(v) c(NA, (dim(v) %||% length(v))[-1]))
-  mirrored:::trace_graph(fn, lapply(shapes, function(s) list(shape = s)), what = what, call = NULL)
+  mirrored:::trace_function(fn, lapply(shapes, function(s) list(shape = s)), what = what, call = NULL)
 }
 
 eval_graph <- function(tr, ...) mirrored:::cpp_traced_eval(tr$json, list(...), list())[[1]]

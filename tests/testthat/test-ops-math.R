@@ -35,6 +35,8 @@ test_that("binary ops broadcast like numpy (row-major shapes) and match plain R"
   expect_f32(op_add(matrix(1:3, 3, 1), matrix(1:2, 1, 2)), outer(1:3, 1:2, "+"))
   expect_error(op_add(m23, c(1, 2)), class = "mirrored_shape_error")
   expect_error(op_add(m23, "a"), class = "mirrored_value_error", regexp = "x2")
+  expect_error(op_add(c(1L, NA), 1), class = "mirrored_value_error", regexp = "x1")
+  expect_true(is.nan(op_add(c(1, NaN), 1)[2]))
 })
 
 test_that("comparisons return logical arrays", {

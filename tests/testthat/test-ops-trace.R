@@ -26,7 +26,8 @@ test_that("traced tensors print like keras3's KerasTensor and give their shape w
   seen <- NULL
   f <- function(y_true, y_pred) {
     seen <<- list(out = capture.output(print(y_pred)), dim = dim(y_pred),
-                  sum_dim = dim(op_sum(y_pred, axis = 2)), lengths = length(op_sum(y_pred)))
+                  sum_dim = dim(op_sum(y_pred, axis = 2)), lengths = length(op_sum(y_pred)),
+                  rank1 = format(op_sum(y_pred, axis = 2)), rank0 = format(op_argmax(op_sum(y_pred, axis = 1))))
     y_pred
   }
   trace_fn(f, shapes = list(c(NA, 4), c(NA, 4)))
@@ -34,6 +35,8 @@ test_that("traced tensors print like keras3's KerasTensor and give their shape w
   expect_equal(seen$dim, c(NA, 4L))
   expect_equal(seen$sum_dim, NA_integer_)
   expect_equal(seen$lengths, 1L)
+  expect_equal(seen$rank1, "<KerasTensor shape=(None,), dtype=float32>")
+  expect_equal(seen$rank0, "<KerasTensor shape=(), dtype=int32>")
 })
 
 test_that("R's operators on traced tensors are the graph's ops and R numbers become constants", {
@@ -106,7 +109,7 @@ trace_src <- function(text) {
 
 test_that("trace errors name the user's function, line and why", {
   yp <- list(list(shape = c(NA, 3)), list(shape = c(NA, 3)))
-  tg <- function(fn) mirrored:::trace_graph(fn, yp, what = "the loss function `my_loss`", call = NULL)
+  tg <- function(fn) mirrored:::trace_function(fn, yp, what = "the loss function `my_loss`", call = NULL)
   f_if <- trace_src("function(y_true, y_pred) {\n  a <- 1\n  if (y_pred > 0) y_pred else -y_pred\n}")
   e <- expect_error(tg(f_if), class = "mirrored_trace_error")
   expect_match(conditionMessage(e), "the loss function `my_loss`, at user-loss.R#3: if (y_pred > 0)", fixed = TRUE)
@@ -134,21 +137,24 @@ test_that("trace errors name the user's function, line and why", {
   expect_s3_class(e, "mirrored_trace_error")
   expect_match(conditionMessage(e), "user-loss.R#3: op_matmul(h, matrix(1, 4, 2))", fixed = TRUE)
   expect_match(conditionMessage(e), "do not multiply", fixed = TRUE)
+  f_arg <- trace_src("function(y_true, y_pred) op_mean(y_pred, axs = 2)")
+  e <- expect_error(tg(f_arg), class = "mirrored_trace_error")
+  expect_match(conditionMessage(e), "`op_mean()`: unused argument (axs = 2)", fixed = TRUE)
   # Without source references the line is the deparsed call.
   f_plain <- eval(parse(text = "function(y_true, y_pred) as.logical(y_pred)", keep.source = FALSE)[[1]])
   e <- expect_error(tg(f_plain), class = "mirrored_trace_error")
   expect_match(conditionMessage(e), "at as.logical(y_pred): as.logical() reads", fixed = TRUE)
 })
 
-test_that("trace_graph() takes weights the function closes over, and returns an input or a weight as an output", {
+test_that("trace_function() takes weights the function closes over, and returns an input or a weight as an output", {
   wt <- list(list(name = "kernel", shape = c(3L, 2L),
                   initializer = list(class_name = "Zeros", config = setNames(list(), character())),
                   trainable = TRUE))
-  ti <- mirrored:::trace_graph(function(x) x, list(list(shape = c(NA, 3))), what = "t", call = NULL)
+  ti <- mirrored:::trace_function(function(x) x, list(list(shape = c(NA, 3))), what = "t", call = NULL)
   expect_equal(ti$graph$outputs, list(list("input", 0L)))
   self <- new.env()
   wt[[1]]$bind <- function(t) self$kernel <- t
-  tr <- mirrored:::trace_graph(function(x) op_relu(op_matmul(x, self$kernel)),
+  tr <- mirrored:::trace_function(function(x) op_relu(op_matmul(x, self$kernel)),
                                list(list(shape = c(NA, 3))), weights = wt, what = "t", call = NULL)
   expect_equal(tr$graph$weights[[1]]$name, "kernel")
   expect_equal(vapply(tr$graph$nodes, `[[`, "", "op"), c("matmul", "relu"))
@@ -160,7 +166,7 @@ test_that("trace_graph() takes weights the function closes over, and returns an 
   expect_equal(y, pmax(x %*% k, 0), tolerance = 1e-6)
   gw <- mirrored:::cpp_traced_vjp(tr$json, list(x), list(k), list(matrix(1, 2, 2)))$weights[[1]]
   expect_equal(gw, t(x) %*% ((x %*% k > 0) * 1), tolerance = 1e-6)
-  tw <- mirrored:::trace_graph(function(x) self$kernel, list(list(shape = c(NA, 3))), weights = wt,
+  tw <- mirrored:::trace_function(function(x) self$kernel, list(list(shape = c(NA, 3))), weights = wt,
                                what = "t", call = NULL)
   expect_equal(tw$graph$nodes[[1]]$op, "reshape")
 })
