@@ -739,6 +739,9 @@ class Backend {
   // the j whose index names e (0 when none does): a deterministic
   // scatter-add, bit-equal on both backends. Indices as take_along_axis
   // checked them (a bad one contributes nothing). dx must not alias dy.
+  // Cost on CUDA: one thread per dx element scanning the k indices of its
+  // (o, i), O(n k) per (o, i): cheap for the losses' k = 1, slow for large
+  // gathers (a sort-based scatter is future work).
   virtual void take_along_axis_backward(int64_t outer, int64_t n, int64_t k, int64_t inner,
                                         const float* idx, const float* dy, float* dx) = 0;
   // y[i] = keras.ops.cast(x[i], op's dtype), kept in f32 (core/op_kinds.h,

@@ -1,16 +1,22 @@
 // TracedGraph on a CUDA backend against the same graph on the CPU backend:
 // a dense layer with weights, a cross-entropy from logits and reductions
-// (including over the batch axis, over axes apart, and a transpose), forward values and every
-// gradient within 1e-5 relative + 1e-6 absolute. Skips without a GPU.
+// (including over the batch axis, over axes apart, and a transpose), the
+// index, copy and cast ops (i15-ops: one_hot, argmax, take_along_axis with
+// broadcasting, concatenate, stack, slice, cast, unbatched inputs, the
+// sparse cross-entropy from logits), forward values and every gradient
+// within 1e-5 relative + 1e-6 absolute; a bad take_along_axis index is
+// reported at the next sync. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/device_info.h"
+#include "core/error.h"
 #include "core/json.h"
 #include "nn/traced_graph.h"
 #include "tests/test_util.h"
@@ -111,6 +117,73 @@ TEST(GpuTracedGraph, MatchesTheCpu) {
               {"op": "sum", "in": [["input", 0]], "attrs": {"axis": [0, 2]}}],
     "outputs": [["node", 1], ["node", 2], ["node", 3], ["node", 4]]})",
               rows, {uniform_floats(rows * 6, 96)}, {});
+}
+
+// ---- i15-ops: index, copy and cast ops ----
+TEST(GpuTracedGraph, IndexCopyAndCastOpsMatchTheCpu) {
+  MR_REQUIRE_GPUS(1);
+  const int64_t rows = 29;
+  // Class ids 0..9 (and one out of range for one_hot), indices in [-5, 4].
+  Vec labels(rows), ids(rows), idx(rows * 6);
+  for (int64_t i = 0; i < rows; ++i) {
+    labels[static_cast<size_t>(i)] = static_cast<float>(i % 10);
+    ids[static_cast<size_t>(i)] = static_cast<float>(i % 11);
+  }
+  for (size_t i = 0; i < idx.size(); ++i)
+    idx[i] = static_cast<float>(static_cast<int>(i * 7 % 10) - 5);
+  expect_same(R"({"inputs": [{"shape": [null, 1]}, {"shape": [null, 10]}],
+    "nodes": [{"op": "log_softmax", "in": [["input", 1]], "attrs": {"axis": -1}},
+              {"op": "cast", "in": [["input", 0]], "attrs": {"dtype": "int32"}},
+              {"op": "take_along_axis", "in": [["node", 0], ["node", 1]], "attrs": {"axis": -1}},
+              {"op": "negative", "in": [["node", 2]]}],
+    "outputs": [["node", 3]]})",
+              rows, {labels, uniform_floats(rows * 10, 97, 0, -4.0f, 4.0f)}, {});
+  expect_same(
+      R"({"inputs": [{"shape": [null, 1, 5]}, {"shape": [null, 3, 2]}, {"shape": [null, 1]}],
+    "nodes": [{"op": "take_along_axis", "in": [["input", 0], ["input", 1]], "attrs": {"axis": 2}},
+              {"op": "cast", "in": [["node", 0]], "attrs": {"dtype": "bfloat16"}},
+              {"op": "concatenate", "in": [["node", 1], ["node", 0]], "attrs": {"axis": 1}},
+              {"op": "stack", "in": [["node", 2], ["node", 2]], "attrs": {"axis": -1}},
+              {"op": "slice", "in": [["node", 3]], "attrs": {"start_indices": [0, 1, 0, 1], "shape": [null, 4, 2, 1]}},
+              {"op": "argmax", "in": [["node", 2]], "attrs": {"axis": 1}},
+              {"op": "one_hot", "in": [["input", 2]], "attrs": {"num_classes": 10, "axis": 1}},
+              {"op": "cast", "in": [["node", 4]], "attrs": {"dtype": "float16"}}],
+    "outputs": [["node", 7], ["node", 5], ["node", 6]]})",
+      rows, {uniform_floats(rows * 5, 98), idx, ids}, {});
+  // Unbatched inputs beside a batched one, and casts of edge values.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  expect_same(R"({"inputs": [{"shape": [null, 8]}, {"shape": [8]}],
+    "nodes": [{"op": "multiply", "in": [["input", 0], ["input", 1]]},
+              {"op": "cast", "in": [["input", 1]], "attrs": {"dtype": "float16"}},
+              {"op": "cast", "in": [["input", 1]], "attrs": {"dtype": "int8"}},
+              {"op": "cast", "in": [["input", 1]], "attrs": {"dtype": "uint8"}},
+              {"op": "cast", "in": [["input", 1]], "attrs": {"dtype": "bool"}}],
+    "outputs": [["node", 0], ["node", 1], ["node", 2], ["node", 3], ["node", 4]]})",
+              rows,
+              {uniform_floats(rows * 8, 99),
+               {65520.0f, 1.00048828125f, 1e-7f, -300.0f, 255.5f, -2.7f, nan, 0.0f}},
+              {});
+}
+
+TEST(GpuTracedGraph, BadTakeAlongAxisIndexIsReportedAtTheNextSync) {
+  MR_REQUIRE_GPUS(1);
+  const TracedGraph g(parse_json(R"({"inputs": [{"shape": [null, 5]}, {"shape": [null, 1]}],
+    "nodes": [{"op": "take_along_axis", "in": [["input", 0], ["input", 1]], "attrs": {"axis": -1}}],
+    "outputs": [["node", 0]]})",
+                                 "test graph"));
+  auto dev = make_cuda_backend(0, 0);
+  try {
+    run_graph(*dev, g, 3, {uniform_floats(15, 100), {0, 7, 1}}, {}, {Vec{1, 1, 1}});
+    ADD_FAILURE() << "no error for index 7";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::value);
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("take_along_axis: index 7 at position 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("[-5, 4]"), std::string::npos) << msg;
+  }
+  // The backend stays usable and the word is reset.
+  const auto ok = run_graph(*dev, g, 3, {uniform_floats(15, 100), {0, 4, -5}}, {}, {Vec{1, 1, 1}});
+  EXPECT_EQ(ok[0].size(), 3u);
 }
 
 }  // namespace

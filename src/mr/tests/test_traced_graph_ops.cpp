@@ -12,6 +12,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -542,8 +543,7 @@ TEST(TracedGraphOps, ContractErrorsNameTheNodeAndLine) {
   }
 }
 
-TEST(TracedGraphOps, ForwardAndBackwardAllocateNothing) {
-  const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 1, 5]}, {"shape": [null, 3, 2]}],
+const char* kEveryOp = R"({"inputs": [{"shape": [null, 1, 5]}, {"shape": [null, 3, 2]}],
     "nodes": [{"op": "take_along_axis", "in": [["input", 0], ["input", 1]], "attrs": {"axis": 2}},
               {"op": "cast", "in": [["node", 0]], "attrs": {"dtype": "bfloat16"}},
               {"op": "concatenate", "in": [["node", 1], ["node", 0]], "attrs": {"axis": 1}},
@@ -552,18 +552,49 @@ TEST(TracedGraphOps, ForwardAndBackwardAllocateNothing) {
               {"op": "argmax", "in": [["node", 4]], "attrs": {"axis": -1}},
               {"op": "one_hot", "in": [["node", 5]], "attrs": {"num_classes": 2}},
               {"op": "multiply", "in": [["node", 6], ["node", 4]]}],
-    "outputs": [["node", 7]]})");
+    "outputs": [["node", 7]]})";
+
+// Indices in range for kEveryOp's take_along_axis (x's last axis has 5).
+Vec every_op_indices(int64_t rows) {
+  Vec idx(static_cast<size_t>(rows * 6));
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<float>(static_cast<int>(i % 10) - 5);
+  return idx;
+}
+
+TEST(TracedGraphOps, ForwardAndBackwardAllocateNothing) {
+  const TracedGraph g = graph(kEveryOp);
   CpuBackend be(0, 2);
   GraphRun r(be, g, kRows);
-  Vec idx(kRows * 6);
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<float>(i % 5);
-  run_once(r, {uniform_floats(kRows * 5, 28), idx}, {uniform_floats(kRows * 6, 29)});
+  run_once(r, {uniform_floats(kRows * 5, 28), every_op_indices(kRows)},
+           {uniform_floats(kRows * 6, 29)});
   const int64_t before = be.system_allocations();
   for (int i = 0; i < 3; ++i) {
     r.forward();
     r.backward();
   }
   EXPECT_EQ(be.system_allocations(), before);
+}
+
+// Enough rows that the team splits every op's work: the same bits on one
+// and two threads (each output is computed by one thread in a fixed order).
+TEST(TracedGraphOps, SameBitsOnOneAndTwoThreads) {
+  const TracedGraph g = graph(kEveryOp);
+  const int64_t rows = 6000;
+  const Vec x = uniform_floats(rows * 5, 30), idx = every_op_indices(rows);
+  const Vec dout = uniform_floats(rows * 6, 31);
+  std::vector<Vec> res[2];
+  for (int t = 0; t < 2; ++t) {
+    CpuBackend be(0, t + 1);
+    GraphRun r(be, g, rows);
+    run_once(r, {x, idx}, {dout});
+    res[t] = {r.output(), r.get(r.din[0], x.size())};
+  }
+  for (size_t k = 0; k < 2; ++k)
+    EXPECT_EQ(0, std::memcmp(res[0][k].data(), res[1][k].data(), res[0][k].size() * 4)) << k;
+  // The gradient reaches x (the scatter-add ran).
+  double norm = 0.0;
+  for (float v : res[0][1]) norm += std::fabs(v);
+  EXPECT_GT(norm, 0.0);
 }
 
 }  // namespace
