@@ -63,7 +63,7 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         what <- "the function of layer_lambda()"
         config <- self$config
       }
-      tr <- trace_graph(fn, inputs, weights = specs, what = what, call = call)
+      tr <- trace_function(fn, inputs, weights = specs, what = what, call = call)
       if (length(tr$outputs) != 1) {
         abort_not_yet("{.val {self$name}}: {what} returned {length(tr$outputs)} tensors; layers written in R return one.",
                       call = call)

@@ -33,7 +33,7 @@ traced_per_sample <- function(fn, y_true, y_pred, what, call) {
 # The graph (JSON) of `fn` on targets of per-sample shape `y_shape` and
 # predictions of per-sample shape `p_shape`: one output, batched or scalar.
 trace_target_fn <- function(fn, y_shape, p_shape, what, call) {
-  tr <- trace_graph(function(y_true, y_pred) fn(y_true, y_pred),
+  tr <- trace_function(function(y_true, y_pred) fn(y_true, y_pred),
                     list(list(shape = c(NA_integer_, y_shape)), list(shape = c(NA_integer_, p_shape))),
                     what = what, call = call)
   if (length(tr$outputs) != 1) {

@@ -173,8 +173,7 @@ format_user_call <- function(cl, sr) {
 }
 
 #' Traces `fn` into a graph (internal; the layer, loss and metric code builds
-#' on it). Named trace_function(), not trace_graph(): R/model.R's
-#' trace_graph() builds the functional API's layer graph.
+#' on it).
 #'
 #' @param fn The user's function, called once on traced tensors.
 #' @param inputs A list of `list(shape = c(NA, 10), dtype = "float32")`: NA
