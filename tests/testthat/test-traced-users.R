@@ -61,6 +61,12 @@ test_that("a layer whose config carries mirrored_graph runs the graph and trains
   expect_false(isTRUE(all.equal(get_weights(dense), w0)))
   expect_equal(get_weights(traced), get_weights(dense), tolerance = 1e-6)
   expect_equal(h2$metrics, h1$metrics, tolerance = 1e-6)
+  # The graph travels in the config: a .keras file loads it back without R code.
+  f <- withr::local_tempfile(fileext = ".keras")
+  save_model(traced, f)
+  loaded <- load_model(f)
+  expect_equal(loaded$layers[[2]]$class_name, "Scale")
+  expect_equal(predict(loaded, d$x, verbose = 0), predict(traced, d$x, verbose = 0))
 })
 
 test_that("compile's loss and metric lists take a traced graph, on 1 and 2 replicas", {

@@ -40,7 +40,10 @@ void Executor::reserve(int64_t rows) {
     b.out = take(rows * width);
     b.grad = graph_.needs_grad(i) ? take(rows * width) : -1;
     b.aux = graph_.aux_per_row(i) > 0 ? take(rows * graph_.aux_per_row(i)) : -1;
-    b.work = graph_.work_floats(i) > 0 ? take(graph_.work_floats(i)) : -1;
+    int64_t wf = graph_.work_floats(i);
+    if (!graph_.node(i).inputs.empty())  // i15-users: what the layer needs for these rows
+      wf += graph_.layer(i).work_floats_for_rows(graph_.in_shapes(i), rows);
+    b.work = wf > 0 ? take(wf) : -1;
     if (graph_.consumers(i) > 1 && graph_.needs_grad(i)) widest = std::max(widest, width);
   }
   // One scratch slot per input of the node with the most inputs: every input

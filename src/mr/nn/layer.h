@@ -127,6 +127,14 @@ class Layer {
   // constants, nn/layers/traced_layer.cpp), so no step uploads them.
   virtual void prepare_work(Backend& /*be*/, const std::vector<Shape>& /*in*/,
                             float* /*work*/) const {}
+  // Floats of work beyond work_floats() for batches of up to `max_rows` rows,
+  // for buffers whose layout is not `rows` copies of a per-row part (a
+  // traced layer's graph buffers: per-row floats times rows, then fixed
+  // floats). The executor adds them when it sizes the node's work region.
+  virtual int64_t work_floats_for_rows(const std::vector<Shape>& /*in*/,
+                                       int64_t /*max_rows*/) const {
+    return 0;
+  }
 
  private:
   DTypePolicy dtype_policy_;

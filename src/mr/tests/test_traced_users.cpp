@@ -116,7 +116,8 @@ LossConfig traced_loss(const char* graph) {
   return l;
 }
 
-// Batches of 7, 5 and 7 rows (uneven slices on 2 replicas): x in [-1, 1),
+// Batches of 7, 1 and 5 rows (uneven slices on 2 replicas, and a slice of
+// no rows): x in [-1, 1),
 // targets regression values or one-hot rows, optional sample weights.
 struct Data {
   int64_t rows;
@@ -140,7 +141,7 @@ HostBatch batch(const Data& d, bool weights) {
 }
 
 struct Result {
-  Vec params;
+  Vec params, state;
   std::vector<double> train, eval;  // read_metrics() after training, after evaluation
 };
 
@@ -151,12 +152,12 @@ Result run(std::shared_ptr<const Graph> g, int replicas, const CompileConfig& c,
   Model m(std::move(g), cpus(replicas), 1);
   if (init != nullptr) m.set_params(*init);
   m.compile(c);
-  const int64_t rows[] = {7, 5, 7};
+  const int64_t rows[] = {7, 1, 5};
   for (uint32_t s = 0; s < 3; ++s) {
     const Data d = data(rows[s], s, onehot);
     m.train_step(batch(d, weights));
   }
-  Result r{m.get_params(), m.read_metrics(), {}};
+  Result r{m.get_params(), m.get_state(), m.read_metrics(), {}};
   for (int k = 1; k < replicas; ++k) EXPECT_EQ(m.get_params(k), r.params) << "replica " << k;
   m.reset_metrics();
   const Data d = data(6, 9, onehot);
@@ -289,6 +290,42 @@ TEST(TracedUsers, TracedLayerTrainsToDenseWeights) {
     const Result got = run(traced_model(), n, c, false, true, &init);
     EXPECT_GT(rel_diff(want.params, init), 1e-3) << "training must move the weights";
     expect_same(got, want, "traced layer, " + std::to_string(n) + " replicas");
+  }
+}
+
+// A non-trainable weight (state, which the graph only reads) ahead of the
+// trainable ones in the graph's order: relu(x %*% w + b) * s with s = ones
+// trains like Dense(relu), and s stays ones.
+TEST(TracedUsers, TracedLayerWithStateTrainsToDenseWeights) {
+  const char* graph = R"({"inputs": [{"shape": [null, 4]}],
+    "weights": [{"name": "s", "shape": [3], "initializer": "ones", "trainable": false},
+                {"name": "w", "shape": [4, 3], "initializer": "glorot_uniform"},
+                {"name": "b", "shape": [3], "initializer": "zeros"}],
+    "nodes": [{"op": "matmul", "in": [["input", 0], ["weight", 1]]},
+              {"op": "add", "in": [["node", 0], ["weight", 2]]},
+              {"op": "relu", "in": [["node", 1]]},
+              {"op": "multiply", "in": [["node", 2], ["weight", 0]]}],
+    "outputs": [["node", 3]]})";
+  const auto layer = scale_layer(graph);
+  const std::vector<WeightSpec> w = layer->weights({Shape{4}});
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_FALSE(w[0].trainable);
+  EXPECT_EQ(w[0].init.kind, Initializer::Kind::ones);
+  EXPECT_TRUE(w[1].trainable && w[2].trainable);
+  const Vec init = Model(dense_model(Activation::relu), cpus(1), 1).get_params();
+  for (int n : {1, 2}) {
+    std::vector<std::unique_ptr<Layer>> l;
+    l.push_back(make_input_layer(Shape{4}));
+    l.push_back(scale_layer(graph));
+    auto g = chain(std::move(l));
+    ASSERT_EQ(g->params().size(), 2u);
+    ASSERT_EQ(g->states().size(), 1u);
+    const CompileConfig c = sgd(builtin(LossKind::mean_squared_error));
+    const Result want = run(dense_model(Activation::relu), n, c, false, true, &init);
+    const Result got = run(g, n, c, false, true, &init);
+    ASSERT_GE(got.state.size(), 3u);
+    EXPECT_EQ(Vec(got.state.begin(), got.state.begin() + 3), Vec(3, 1.0f));
+    expect_same(got, want, "traced layer with state, " + std::to_string(n) + " replicas");
   }
 }
 
@@ -561,7 +598,7 @@ TEST(GpuTracedUsers, TracedModelMatchesTheCpu) {
   const Result cpu = run(traced_model(), 1, c, false, true);
   Model m(traced_model(), {DeviceSpec{DeviceKind::cuda, 0}}, 1);
   m.compile(c);
-  const int64_t rows[] = {7, 5, 7};
+  const int64_t rows[] = {7, 1, 5};
   for (uint32_t s = 0; s < 3; ++s) {
     const Data d = data(rows[s], s, false);
     m.train_step(batch(d, true));

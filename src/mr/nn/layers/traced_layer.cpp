@@ -5,23 +5,20 @@
 // parameters (gradients, optimizer slots, all-reduce), the others state,
 // which the graph only reads.
 //
-// Buffers. The graph's constants live in the node's work region, written
-// once when the executor sizes it (Layer::prepare_work), so no step uploads
-// them. The graph's aux (its forward values, kept for backward) and, after
-// it, its backward scratch live in the node's aux region. TracedGraph lays
-// each out contiguously as per-row floats times rows followed by fixed
-// floats, so aux_per_row() charges the fixed part once per row:
-// aux_floats(1) + scratch_floats(1) per row bounds aux_floats(rows) +
-// scratch_floats(rows) for every rows >= 1 (a pass of 0 rows touches no
-// buffer). This costs (rows - 1) x the fixed floats, which is small for
-// graphs whose unbatched values are a few weight-sized temporaries; a
-// TracedGraph taking its per-row and fixed parts at separate pointers would
-// put the fixed part in work instead.
+// Buffers: the node's work region, kept from forward to backward, holds
+// the graph's constants (written once when the executor sizes the region,
+// Layer::prepare_work, so no step uploads them), then its aux (the forward
+// values backward reads) and its backward scratch. TracedGraph lays aux and
+// scratch out as per-row floats times rows followed by fixed floats (the
+// weight-sized temporaries and sinks), so they are sized for the
+// executor's row capacity (Layer::work_floats_for_rows) rather than as a
+// per-row aux, which would repeat the fixed part for every row.
 #include "nn/layers/traced_layer.h"
 
 #include <utility>
 #include <vector>
 
+#include "nn/graph.h"  // align_floats
 #include "nn/layers/layer_util.h"
 #include "nn/traced_graph.h"
 
@@ -90,11 +87,11 @@ class TracedLayer final : public Layer {
     return weights_;
   }
 
-  int64_t aux_per_row(const std::vector<Shape>& /*in*/) const override {
-    return graph_->aux_floats(1) + graph_->scratch_floats(1);
-  }
   int64_t work_floats(const std::vector<Shape>& /*in*/) const override {
-    return graph_->constant_floats();
+    return align_floats(graph_->constant_floats());
+  }
+  int64_t work_floats_for_rows(const std::vector<Shape>& /*in*/, int64_t max_rows) const override {
+    return align_floats(graph_->aux_floats(max_rows)) + graph_->scratch_floats(max_rows);
   }
   void prepare_work(Backend& be, const std::vector<Shape>& /*in*/, float* work) const override {
     graph_->upload_constants(be, work);
@@ -104,7 +101,7 @@ class TracedLayer final : public Layer {
     if (a.rows == 0) return;
     const std::vector<const float*> w = weight_ptrs(a.params, a.state);
     float* const outs[1] = {a.out};
-    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, a.aux);
+    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, aux(a.work));
   }
 
   void backward(const BackwardArgs& a) const override {
@@ -119,8 +116,10 @@ class TracedLayer final : public Layer {
     for (size_t k = 0, p = 0; k < weights_.size(); ++k)
       if (weights_[k].trainable) dw[k] = a.grads[p++];
     const float* const douts[1] = {a.d_out};
-    float* scratch = a.aux + graph_->aux_floats(a.rows);
-    graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, a.aux, scratch, douts,
+    // For rows <= the capacity: the aligned aux of `rows` rows fits in that
+    // of the capacity, so the scratch of `rows` rows fits after it.
+    float* scratch = aux(a.work) + align_floats(graph_->aux_floats(a.rows));
+    graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, aux(a.work), scratch, douts,
                      a.d_in.data(), dw.data());
   }
 
@@ -132,6 +131,8 @@ class TracedLayer final : public Layer {
   }
 
  private:
+  // The graph's aux in the node's work region, after the constants.
+  float* aux(float* work) const { return work + align_floats(graph_->constant_floats()); }
   static Shape per_sample(const TracedGraph::ValueShape& s) {
     return Shape(std::vector<int64_t>(s.dims.begin() + (s.batched ? 1 : 0), s.dims.end()));
   }
