@@ -719,6 +719,11 @@ class Backend {
   // cuda_traced_index.cu). Deterministic, allocation-free, nothing for an
   // empty range, like the i15 ops above. Indices are held as floats.
   //
+  // y viewed as outer x classes x inner, x as outer x inner: y[o, c, i] = 1
+  // when x[o, i] truncated toward zero is c, else 0 (keras.ops.one_hot on
+  // TF, which casts the ids to int64 first: 2.7 is class 2, -0.5 class 0; NaN
+  // and ids outside 0..classes-1 give an all-zero row). y must not alias x.
+  virtual void one_hot(int64_t outer, int64_t classes, int64_t inner, const float* x, float* y) = 0;
   // x viewed as outer x extent x inner: y[o, i] = the first e with x[o, e, i]
   // the maximum over e, as a float; NaN counts as the maximum (the first NaN
   // wins: numpy's argmax). extent >= 1 (an empty axis has no argmax: the

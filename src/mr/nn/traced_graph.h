@@ -20,8 +20,7 @@
 //   scratch   gradient buffers of the nodes, three shared temporaries of
 //             the VJPs, and gradient sinks for inputs and weights the
 //             caller passes no gradient buffer for;
-//   constants the graph's constants, then the class ids 0..C-1 of each
-//             one_hot, uploaded once by upload_constants().
+//   constants the graph's constants, uploaded once by upload_constants().
 // Views (reshape, expand_dims, squeeze) alias their operand's value and
 // gradient buffers: they cost no copy and no VJP. Backward walks the nodes
 // in reverse; the first contribution to a gradient buffer (planned at
@@ -90,7 +89,7 @@ class TracedGraph {
   // nodes or inputs). inputs[i]: rows x per-sample floats (batched) or its
   // shape's floats (unbatched); weights[i]:
   // their shape's floats; constants: as upload_constants() wrote them (may
-  // be null when constant_floats() is 0); aux: aux_floats(rows) floats. All pointers
+  // be null without constants); aux: aux_floats(rows) floats. All pointers
   // are device memory of `be`; rows >= 0.
   void forward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
                const float* constants, float* const* outputs, float* aux) const;
@@ -129,8 +128,8 @@ class TracedGraph {
     Ref value_root, grad_root;                    // views: their operand's roots
     int64_t value_off = 0, grad_off = 0;          // own buffers (roots only)
     // ---- i15-ops: index, copy and cast ops (traced_shapes.cpp, traced_index_ops.cpp) ----
-    // one_hot: bc (x against the class ids), const_off: the ids 0..C-1 in the
-    //   constants. argmax: outer / extent / inner / rows_in as a reduction.
+    // one_hot: outer x extent (the classes) x inner / rows_in of the output.
+    // argmax: outer / extent / inner / rows_in as a reduction.
     // take_along_axis: outer (rows_in) x extent (n) x inner of x broadcast
     //   (bx_floats per sample), k = indices' extent; bc: x to its broadcast
     //   shape (when bcast_x), bc2: indices to the output's (when bcast_i),
@@ -139,7 +138,6 @@ class TracedGraph {
     //   extent along it. slice: starts per axis, the box in shape.
     int axis = 0;
     std::vector<int64_t> starts, extents;
-    int64_t const_off = 0;
     Broadcast bc2;
     bool bcast_x = false, bcast_i = false;
     int64_t idx_off = 0, bx_floats = 0;

@@ -1,7 +1,7 @@
 // TracedGraph: the forward and VJP of the index, copy and cast ops (issue
 // 15, i15-ops; shapes: traced_shapes.cpp). Backend ops only, every buffer
 // from aux, scratch, the constants or the caller: nothing allocates.
-//   one_hot          binary(equal) of x against the graph's class ids; no VJP.
+//   one_hot          Backend::one_hot; no VJP.
 //   argmax           Backend::argmax; no VJP.
 //   take_along_axis  operands broadcast by strided_copy where needed (x into
 //                    forward's temporary, the indices into aux, kept for
@@ -86,10 +86,11 @@ void TracedGraph::run_index_forward(Backend& be, const Ptrs& p, const Node& nd) 
   float* y = value_ptr(p, Ref{RefKind::node, index});
   auto in = [&](size_t k) { return value_ptr(p, nd.in[k]); };
   switch (static_cast<TracedKind>(nd.kind)) {
-    case TracedKind::one_hot:
-      be.binary(BinaryOp::equal, at_rows(nd.bc, nd.bc_batched, rows), in(0),
-                p.constants + nd.const_off, y);
+    case TracedKind::one_hot: {
+      const traced::View3 v = view_at(nd, rows);
+      be.one_hot(v.outer, v.extent, v.inner, in(0), y);
       break;
+    }
     case TracedKind::argmax: {
       const traced::View3 v = view_at(nd, rows);
       be.argmax(v.outer, v.extent, v.inner, in(0), y);

@@ -72,8 +72,7 @@ void TracedGraph::infer_index_node(int index, Node& nd, const std::vector<ValueS
   };
   switch (static_cast<TracedKind>(nd.kind)) {
     case TracedKind::one_hot: {
-      // x == ids under broadcasting: x gets an axis of 1 at `axis`, the ids
-      // 0..C-1 (a constant of this graph) lie along it.
+      // Backend::one_hot over x viewed as outer x inner, the classes between.
       arity(1);
       const ValueShape& s = ops[0];
       const int64_t classes = int_attr(c, j, "num_classes", true, 0);
@@ -83,22 +82,13 @@ void TracedGraph::infer_index_node(int index, Node& nd, const std::vector<ValueS
       const int a = norm_axis(c, int_attr(c, j, "axis", false, -1), rank);
       if (s.batched && a == 0)
         node_fail(ErrorKind::value, c, "cannot insert the class axis before the batch axis");
-      check_rank(c, static_cast<size_t>(rank));
-      std::vector<int64_t> xs = dims2(s);
-      xs.insert(xs.begin() + a, 1);
-      std::vector<int64_t> ids(static_cast<size_t>(rank - a), 1);
-      ids[0] = classes;
-      try {
-        nd.bc = make_broadcast({Shape(xs), Shape(ids)});
-      } catch (const Error& e) {
-        node_fail(e.kind(), c, e.what());
-      }
-      nd.bc_batched = s.batched;
+      nd.outer = prod(s, 0, static_cast<size_t>(a));
+      nd.extent = classes;
+      nd.inner = prod(s, static_cast<size_t>(a), s.dims.size());
+      nd.rows_in = s.batched ? 1 : 0;
+      nd.axis = a;
       nd.shape = s;
       nd.shape.dims.insert(nd.shape.dims.begin() + a, classes);
-      nd.axis = a;
-      nd.const_off = static_cast<int64_t>(constant_values_.size());
-      for (int64_t k = 0; k < classes; ++k) constant_values_.push_back(static_cast<float>(k));
       break;
     }
     case TracedKind::argmax: {

@@ -53,7 +53,7 @@ std::string error_of(const std::string& text, ErrorKind kind) {
   return "";
 }
 
-TEST(TracedGraphOps, OneHotPutsOnesAtTheIdsAndZerosForIdsOutOfRange) {
+TEST(TracedGraphOps, OneHotPutsOnesAtTheTruncatedIdsAndZerosForIdsOutOfRange) {
   // axis -1 appends the class axis; axis 1 puts it before the id's axis.
   for (int axis : {-1, 1}) {
     const TracedGraph g = graph(R"({"inputs": [{"shape": [null, 2]}],
@@ -65,7 +65,7 @@ TEST(TracedGraphOps, OneHotPutsOnesAtTheIdsAndZerosForIdsOutOfRange) {
     ASSERT_EQ(g.output_shapes()[0].dims, want);
     CpuBackend be(0, 1);
     GraphRun r(be, g, kRows);
-    const Vec ids = {0, 2, 1, -1, 3, 2, kNaN, 1};
+    const Vec ids = {0, 2.7f, 1, -1, 3, -0.5f, kNaN, 1};
     const Vec dout = uniform_floats(kRows * 6, 3);
     run_once(r, {ids}, {dout});
     const Vec out = r.output();
@@ -73,12 +73,20 @@ TEST(TracedGraphOps, OneHotPutsOnesAtTheIdsAndZerosForIdsOutOfRange) {
       for (int64_t p = 0; p < 2; ++p)
         for (int64_t c = 0; c < 3; ++c) {
           const float id = ids[static_cast<size_t>(b * 2 + p)];
-          const float expect = id == static_cast<float>(c) ? 1.0f : 0.0f;
+          // Keras on TF casts the ids to int64 first (truncation); NaN is no class.
+          const float expect =
+              !std::isnan(id) && std::trunc(id) == static_cast<float>(c) ? 1.0f : 0.0f;
           const int64_t at = axis == -1 ? (b * 2 + p) * 3 + c : (b * 3 + c) * 2 + p;
           EXPECT_EQ(out[static_cast<size_t>(at)], expect) << b << " " << p << " " << c;
         }
     // No gradient flows to the ids.
     for (float d : r.get(r.din[0], kRows * 2)) EXPECT_EQ(d, 0.0f);
+    EXPECT_EQ(g.constant_floats(), 0);
+    // Hand-worked: 2.7 is class 2 and -0.5 class 0.
+    const int64_t at27 = axis == -1 ? 1 * 3 + 2 : 2 * 2 + 1;
+    const int64_t at05 = axis == -1 ? (2 * 2 + 1) * 3 + 0 : (2 * 3 + 0) * 2 + 1;
+    EXPECT_EQ(out[static_cast<size_t>(at27)], 1.0f);
+    EXPECT_EQ(out[static_cast<size_t>(at05)], 1.0f);
   }
 }
 

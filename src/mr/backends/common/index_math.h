@@ -1,5 +1,5 @@
 // Per-element formulas of the index and cast ops of traced graphs (core/
-// backend.h, "i15-ops": argmax, take_along_axis, cast_values), shared by the
+// backend.h, "i15-ops": one_hot, argmax, take_along_axis, cast_values), shared by the
 // CPU and CUDA backends (MR_HD): one formula, two backends, the same bits.
 #pragma once
 
@@ -93,6 +93,12 @@ MR_HD float cast_value(CastOp op, float x) {
       return x != 0.0f ? 1.0f : 0.0f;  // NaN != 0: true
   }
   return x;
+}
+
+// one_hot's entry for class c of id x: x truncated toward zero is c (NaN
+// matches no class).
+MR_HD float one_hot_value(float x, int64_t c) {
+  return (!nanmath::is_nan(x) && truncf(x) == static_cast<float>(c)) ? 1.0f : 0.0f;
 }
 
 // The first e of x[0], x[stride], .., x[(extent - 1) stride] holding the

@@ -10,6 +10,18 @@
 
 namespace mr {
 
+void CpuBackend::one_hot(int64_t outer, int64_t classes, int64_t inner, const float* x, float* y) {
+  check_axis_view(outer, classes, inner, "one_hot");
+  const int64_t n = outer * classes * inner;
+  if (n <= 0) return;
+  cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t i = p % inner, c = (p / inner) % classes, o = p / (classes * inner);
+      y[p] = indexmath::one_hot_value(x[o * inner + i], c);
+    }
+  });
+}
+
 void CpuBackend::argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) {
   check_axis_view(outer, extent, inner, "argmax");
   const int64_t n = outer * inner;

@@ -391,6 +391,7 @@ class CudaBackend final : public Backend {
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
   // ---- i15-ops: index and cast ops of traced graphs (cuda_traced_index.cu) ----
+  void one_hot(int64_t outer, int64_t classes, int64_t inner, const float* x, float* y) override;
   void argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) override;
   void take_along_axis(int64_t outer, int64_t n, int64_t k, int64_t inner, const float* x,
                        const float* idx, float* y) override;

@@ -16,6 +16,15 @@ namespace mr {
 
 namespace {
 
+__global__ void one_hot_kernel(int64_t n, int64_t classes, int64_t inner, const float* x,
+                               float* y) {
+  for (int64_t p = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; p < n;
+       p += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t i = p % inner, c = (p / inner) % classes, o = p / (classes * inner);
+    y[p] = indexmath::one_hot_value(x[o * inner + i], c);
+  }
+}
+
 __global__ void argmax_kernel(int64_t n, int64_t extent, int64_t inner, const float* x, float* y) {
   for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
        j += int64_t{blockDim.x} * gridDim.x) {
@@ -63,6 +72,15 @@ __global__ void cast_kernel(CastOp op, int64_t n, const float* x, float* y) {
 }
 
 }  // namespace
+
+void CudaBackend::one_hot(int64_t outer, int64_t classes, int64_t inner, const float* x, float* y) {
+  check_axis_view(outer, classes, inner, "one_hot");
+  const int64_t n = outer * classes * inner;
+  if (n <= 0) return;
+  use_device(ordinal_);
+  one_hot_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(n, classes, inner, x, y);
+  cuda::check_launch("one_hot_kernel", ordinal_);
+}
 
 void CudaBackend::argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) {
   check_axis_view(outer, extent, inner, "argmax");
