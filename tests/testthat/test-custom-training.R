@@ -40,6 +40,20 @@ mlp_logits <- function() {
   keras_model(inputs, outputs)
 }
 
+# Dense(relu) written as a Layer() class with op_matmul.
+layer_my_dense <- Layer("MyDense",
+  initialize = function(units, ...) {
+    super$initialize(...)
+    self$units <- units
+  },
+  build = function(input_shape) {
+    self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), self$units), name = "kernel")
+    self$bias <- self$add_weight(shape = shape(self$units), initializer = "zeros", name = "bias")
+  },
+  call = function(inputs) op_relu(op_matmul(inputs, self$kernel) + self$bias),
+  get_config = function() c(super$get_config(), list(units = self$units))
+)
+
 stable_sparse_ce <- function(y_true, y_pred) {
   idx <- op_expand_dims(op_cast(y_true, "int32"), -1)
   -op_squeeze(op_take_along_axis(op_log_softmax(y_pred), idx, axis = -1, zero_indexed = TRUE), -1)
@@ -80,18 +94,6 @@ for (replicas in c(1, 2)) {
   })
 
   test_that(paste0("a Layer() written with op_matmul trains to layer_dense's weights (", replicas, " replica(s))"), {
-    layer_my_dense <- Layer("MyDense",
-      initialize = function(units, ...) {
-        super$initialize(...)
-        self$units <- units
-      },
-      build = function(input_shape) {
-        self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), self$units), name = "kernel")
-        self$bias <- self$add_weight(shape = shape(self$units), initializer = "zeros", name = "bias")
-      },
-      call = function(inputs) op_relu(op_matmul(inputs, self$kernel) + self$bias),
-      get_config = function() c(super$get_config(), list(units = self$units))
-    )
     d <- digits(192)
     x <- d$x / 255
     make <- function(custom) function() {
@@ -160,17 +162,6 @@ test_that("a Loss() class and a loss function give the same as the loss object i
 })
 
 test_that("a model with custom layers saves to .keras and loads with and without custom_objects", {
-  layer_my_dense <- Layer("MyDense",
-    initialize = function(units, ...) {
-      super$initialize(...)
-      self$units <- units
-    },
-    build = function(input_shape) {
-      self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), self$units), name = "kernel")
-      self$bias <- self$add_weight(shape = shape(self$units), initializer = "zeros", name = "bias")
-    },
-    call = function(inputs) op_relu(op_matmul(inputs, self$kernel) + self$bias),
-    get_config = function() c(super$get_config(), list(units = self$units)))
   inputs <- keras_input(shape = 4)
   outputs <- inputs |> layer_my_dense(units = 3) |> layer_lambda(function(x) x * 2) |> layer_dense(units = 2)
   model <- keras_model(inputs, outputs)
