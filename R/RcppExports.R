@@ -209,8 +209,8 @@ cpp_model_set_weights <- function(ptr, weights) {
     invisible(.Call(`_mirrored_cpp_model_set_weights`, ptr, weights))
 }
 
-cpp_model_compile <- function(ptr, optimizer, outputs, frozen) {
-    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, outputs, frozen))
+cpp_model_compile <- function(ptr, optimizer, outputs, frozen, keep_state) {
+    invisible(.Call(`_mirrored_cpp_model_compile`, ptr, optimizer, outputs, frozen, keep_state))
 }
 
 cpp_model_set_learning_rate <- function(ptr, lr) {

@@ -27,11 +27,7 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
     initialize = function(..., name = NULL, trainable = TRUE, dtype = NULL, input_shape = NULL) {
       cls <- class(self)[1]
       dots <- list(...)
-      if (length(dots)) {
-        bad <- names(dots) %||% rep("", length(dots))
-        bad[bad == ""] <- "<unnamed>"
-        abort_value("Unknown argument{?s} {.arg {bad}} to layer class {.cls {cls}}.", call = NULL)
-      }
+      check_no_dots(dots, paste("layer class", cls))
       self$name <- if (is.null(name)) auto_name(to_snake_case(cls)) else check_string(name, "name", call = NULL)
       self$trainable <- check_trainable_value(trainable, call = NULL)
       self$dtype <- dtype
@@ -194,6 +190,15 @@ new_layer_class <- Layer
 print.mirrored_custom_layer_class <- function(x, ...) {
   cat("<custom layer class ", attr(x, "classname"), ">\n", sep = "")
   invisible(x)
+}
+
+# Arguments a class's initialize() passed on that the base class does not
+# take: a classed error naming them.
+check_no_dots <- function(dots, what) {
+  if (!length(dots)) return(invisible())
+  bad <- names(dots) %||% rep("", length(dots))
+  bad[bad == ""] <- "<unnamed>"
+  abort_value("Unknown {cli::qty(length(bad))}argument{?s} {.arg {bad}} to {what}.", call = NULL)
 }
 
 # keras3 lets methods declare `self` as their first argument; R6 supplies it.

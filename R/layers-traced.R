@@ -49,11 +49,24 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
       if (!is.null(self$user)) {
         u <- self$user
         if (!isTRUE(u$built)) {
-          u$build(one(lapply(shapes, function(s) shape(NA, s))))
+          # A build() that fails leaves no weights behind (a retry adds them once).
+          priv <- u$.__enclos_env__$private
+          declared <- priv$.weights
+          tryCatch(u$build(one(lapply(shapes, function(s) shape(NA, s)))), error = function(e) {
+            priv$.weights <- declared
+            stop(e)
+          })
           u$built <- TRUE
         }
         specs <- u$weight_specs() %||% list()
-        fn <- function(...) call_with_weights(u, list(...))
+        # Keras orders a layer's weights trainable first, then the others
+        # (layer$weights, .keras files): the graph declares them so; `pos`
+        # maps add_weight()'s order to the graph's.
+        trainable <- vapply(specs, function(w) isTRUE(w$trainable), logical(1))
+        order <- c(which(trainable), which(!trainable))
+        specs <- specs[order]
+        pos <- match(seq_along(order), order)
+        fn <- function(...) call_with_weights(u, list(...), pos)
         what <- paste0("call() of layer class ", self$class_name)
         config <- custom_layer_config(u)
       } else {
@@ -113,14 +126,15 @@ custom_layer_config <- function(u) {
 }
 
 # Runs the user's call() with every weight handle in its fields (public and
-# private, and inside plain lists) swapped for the weight's traced tensor;
-# the handles are put back afterwards.
-call_with_weights <- function(u, xs) {
+# private, and inside plain lists) swapped for the weight's traced tensor
+# (graph weight pos[i] for the i-th add_weight()); the handles are put back
+# afterwards.
+call_with_weights <- function(u, xs, pos) {
   ws <- xs[[1]]$ctx$weight_tensors
   envs <- list(u, u$.__enclos_env__$private)
   saved <- list()
   swap <- function(v) {
-    if (inherits(v, "mirrored_weight_handle")) return(ws[[v$index]])
+    if (inherits(v, "mirrored_weight_handle")) return(ws[[pos[v$index]]])
     if (is.list(v) && !is.object(v)) return(lapply(v, swap))
     v
   }

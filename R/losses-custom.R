@@ -11,16 +11,27 @@
 
 # A loss object (R/losses.R) for the function `fn(y_true, y_pred)`.
 function_loss <- function(fn, name = "loss", class_name = "LossFunctionWrapper", call = sys.call(-1)) {
+  check_target_fn(fn, "loss", call)
   loss <- new_loss("traced", class_name, name, "sum_over_batch_size", list(), NULL, NULL, call)
   loss$fn <- fn
   loss
+}
+
+# A loss or metric function takes (y_true, y_pred).
+check_target_fn <- function(fn, arg, call) {
+  f <- names(formals(fn))
+  if (is.primitive(fn) || !("..." %in% f || length(f) >= 2)) {
+    abort_value("{.arg {arg}} must be a function of (y_true, y_pred); it takes {length(f)} argument{?s}.",
+                call = call)
+  }
 }
 
 # Per-sample values of a traced loss or metric computed in R, on arrays: the
 # function runs eagerly (op_* on arrays), then the mean over the non-batch
 # axes of each row (a scalar result is every row's value).
 traced_per_sample <- function(fn, y_true, y_pred, what, call) {
-  v <- fn(y_true, y_pred)
+  ys <- same_rank(y_true, y_pred)
+  v <- fn(ys[[1]], ys[[2]])
   n <- if (is.null(dim(y_pred))) length(y_pred) else dim(y_pred)[1]
   if (!is.numeric(v) && !is.logical(v)) abort_value("{what} returned {describe(v)}, not numbers.", call = call)
   if (length(v) == 1) return(rep(as.numeric(v), n))
@@ -33,7 +44,10 @@ traced_per_sample <- function(fn, y_true, y_pred, what, call) {
 # The graph (JSON) of `fn` on targets of per-sample shape `y_shape` and
 # predictions of per-sample shape `p_shape`: one output, batched or scalar.
 trace_target_fn <- function(fn, y_shape, p_shape, what, call) {
-  tr <- trace_function(function(y_true, y_pred) fn(y_true, y_pred),
+  tr <- trace_function(function(y_true, y_pred) {
+    ys <- same_rank(y_true, y_pred)
+    fn(ys[[1]], ys[[2]])
+  },
                     list(list(shape = c(NA_integer_, y_shape)), list(shape = c(NA_integer_, p_shape))),
                     what = what, call = call)
   if (length(tr$outputs) != 1) {
@@ -90,20 +104,51 @@ guess_target_shape <- function(model, k, o, call) {
 
 # Called with the targets' per-sample shapes before the core sees data:
 # outputs whose traced loss or metrics were traced for other shapes are
-# traced again and the model compiled again for the core.
-ensure_target_shapes <- function(model, shapes, call = sys.call(-1)) {
+# traced again and the model compiled again for the core, keeping the
+# optimizer's state. `retrace = FALSE` (validation data, checked after the
+# training data): another shape is an error instead, since one graph
+# serves both.
+ensure_target_shapes <- function(model, shapes, retrace = TRUE, call = sys.call(-1)) {
+  before <- model$compiled_outputs
   changed <- FALSE
   for (k in seq_along(shapes)) {
     o <- model$compiled_outputs[[k]]
     if (is.null(o) || !output_has_traced(o) || is.null(shapes[[k]])) next
     s <- as.integer(shapes[[k]])
-    if (!identical(s, as.integer(output_target_shape(model, k, call)))) {
-      model$compiled_outputs[[k]]$target_shape <- s
-      changed <- TRUE
+    traced <- as.integer(output_target_shape(model, k, call))
+    if (identical(s, traced)) next
+    if (!retrace) {
+      abort_kind("shape", c("The validation targets have samples of shape {format(shape(s))}; the training targets {format(shape(traced))}.",
+                            i = "A loss or metric written in R is traced for one target shape: give both the same shape."),
+                 call = call)
     }
+    model$compiled_outputs[[k]]$target_shape <- s
+    changed <- TRUE
   }
-  if (changed) compile_core(model, call = call)
+  if (changed) {
+    tryCatch(compile_core(model, call = call, keep_state = TRUE), error = function(e) {
+      model$compiled_outputs <- before
+      stop(e)
+    })
+  }
   invisible(changed)
+}
+
+# Keras' squeeze_or_expand_to_same_rank(), applied by LossFunctionWrapper
+# and MeanMetricWrapper before the user's function: ranks that differ by
+# one with a last axis of 1 are made equal (a vector of targets against a
+# one-unit output becomes a column). Works on traced tensors and arrays.
+same_rank <- function(y_true, y_pred) {
+  rank <- function(x) if (is_traced_tensor(x)) length(x$shape) else if (is.null(dim(x))) 1L else length(dim(x))
+  last <- function(x) { d <- if (is_traced_tensor(x)) x$shape else dim(x) %||% length(x); d[length(d)] }
+  r1 <- rank(y_true)
+  r2 <- rank(y_pred)
+  if (r1 == r2 + 1 && identical(as.integer(last(y_true)), 1L)) {
+    if (r2 == 1) y_pred <- op_expand_dims(y_pred, -1) else y_true <- op_squeeze(y_true, -1)
+  } else if (r2 == r1 + 1 && identical(as.integer(last(y_pred)), 1L)) {
+    if (r1 == 1) y_true <- op_expand_dims(y_true, -1) else y_pred <- op_squeeze(y_pred, -1)
+  }
+  list(y_true, y_pred)
 }
 
 # The graph JSON of a loss or metric `x` of output k (traced kind), or ""
@@ -143,7 +188,8 @@ LossBase <- R6::R6Class("mirrored_custom_loss_base",
     name = NULL,
     reduction = "sum_over_batch_size",
     dtype = NULL,
-    initialize = function(name = NULL, reduction = "sum_over_batch_size", dtype = NULL) {
+    initialize = function(..., name = NULL, reduction = "sum_over_batch_size", dtype = NULL) {
+      check_no_dots(list(...), paste("loss class", class(self)[1]))
       self$name <- if (is.null(name)) to_snake_case(class(self)[1]) else check_string(name, "name", call = NULL)
       self$reduction <- check_choice(reduction, "reduction", loss_reductions, call = NULL)
       self$dtype <- dtype
@@ -240,7 +286,51 @@ custom_metric <- function(name, metric_fn) {
   if (!is.function(metric_fn) || inherits(metric_fn, "mirrored_metric")) {
     abort_value("{.arg metric_fn} must be a function of (y_true, y_pred), not {describe(metric_fn)}.", call = call)
   }
+  check_target_fn(metric_fn, "metric_fn", call)
   m <- new_metric("traced", "MeanMetricWrapper", name, 0.5, NULL, NULL, call)
   m$fn <- metric_fn
   m
+}
+
+# ---- .keras files ---------------------------------------------------------------
+# As Keras 3 writes them in compile_config: a function (loss or metric) as
+# a builtins "function" entry naming it; a Loss() class by its class name
+# and get_config(), as an unregistered custom class.
+traced_keras_config <- function(x) {
+  user <- if (inherits(x, "mirrored_loss")) x$user
+  if (!is.null(user)) {
+    return(list(module = NULL, class_name = x$class_name, config = user$get_config(),
+                registered_name = x$class_name))
+  }
+  list(module = "builtins", class_name = "function", config = x$name, registered_name = "function")
+}
+
+# A loss or metric entry of a file's compile_config that names a function
+# or a custom class: re-made from custom_objects; NULL for other entries.
+traced_from_keras <- function(x, what, custom_objects, kind) {
+  if (!is.list(x)) return(NULL)
+  cls <- cfg_get(x, "class_name", "")
+  cfg <- cfg_get(x, "config", list())
+  if (identical(cls, "function")) {
+    name <- if (is.character(cfg)) cfg else ""
+    obj <- custom_objects[[name]]
+    if (is.null(obj)) {
+      abort_config(what, paste("the {kind} function {.val {name}} is R code, which the file cannot hold:",
+                               "give it to {.fn load_model} in {.arg custom_objects} (a list naming it {.val {name}}),",
+                               "or load with {.code compile = FALSE}."))
+    }
+    if (kind == "loss") {
+      loss <- as_loss(obj)
+      if (is_traced_target_fn(loss)) loss$name <- name
+      return(loss)
+    }
+    return(if (inherits(obj, "mirrored_metric")) obj else custom_metric(name, obj))
+  }
+  gen <- custom_objects[[cls]]
+  if (kind == "loss" && inherits(gen, "mirrored_custom_loss_class")) {
+    args <- if (is.list(cfg)) cfg else list()
+    args$dtype <- NULL
+    return(do.call(gen, args))
+  }
+  NULL
 }

@@ -149,7 +149,12 @@ loss_constructors <- function() {
 
 as_loss <- function(x, call = sys.call(-1)) {
   # A function written with op_* (R/losses-custom.R).
-  if (is.function(x) && !inherits(x, "mirrored_loss")) return(function_loss(x, call = call))
+  if (inherits(x, "mirrored_custom_loss_class")) x <- x()  # a Loss() class, not called
+  if (is.function(x) && !inherits(x, "mirrored_loss")) {
+    # keras3 takes a loss constructor uncalled (loss = loss_mean_squared_error).
+    ctor <- Find(function(f) identical(f, x), loss_constructors())
+    return(if (!is.null(ctor)) ctor() else function_loss(x, call = call))
+  }
   if (inherits(x, "mirrored_loss")) {
     if (x$reduction != "sum_over_batch_size") {
       abort_value("Training uses reduction \"sum_over_batch_size\"; got {.val {x$reduction}}.", call = call)
@@ -187,12 +192,15 @@ loss_core_spec <- function(loss) {
 # arguments as its get_config() orders them).
 loss_keras_config <- function(loss) {
   if (!is.null(loss$string)) return(loss$string)
+  if (loss$kind == "traced") return(traced_keras_config(loss))
   cfg <- c(list(name = loss$name, reduction = loss$reduction), loss$args)
   list(module = "keras.losses", class_name = loss$class_name, config = cfg, registered_name = NULL)
 }
 
 # A loss from a Keras compile config entry (a string or a class and config).
-loss_from_keras <- function(x, what) {
+loss_from_keras <- function(x, what, custom_objects = list()) {
+  custom <- traced_from_keras(x, what, custom_objects, "loss")
+  if (!is.null(custom)) return(custom)
   if (is.character(x)) {
     if (!x %in% names(loss_constructors())) abort_config(what, "loss {.val {x}} is not supported by mirrored.")
     return(as_loss(x))

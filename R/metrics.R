@@ -80,7 +80,14 @@ metric_mean_absolute_error <- function(y_true, y_pred, ..., name = "mean_absolut
 as_metric <- function(x, loss, arg = "metrics", name = "", call = sys.call(-1)) {
   if (inherits(x, "mirrored_metric")) return(x)
   # A function written with op_* (R/losses-custom.R).
-  if (is.function(x)) return(custom_metric(if (nzchar(name)) name else "custom_metric", x))
+  if (is.function(x)) {
+    # keras3 takes a metric constructor uncalled (metrics = list(metric_auc)).
+    ctors <- c(list(metric_sparse_categorical_accuracy, metric_categorical_accuracy, metric_binary_accuracy,
+                    metric_mean_absolute_error), metric_strings())
+    ctor <- Find(function(f) identical(f, x), ctors)
+    if (!is.null(ctor)) return(ctor())
+    return(custom_metric(if (nzchar(name)) name else "custom_metric", x))
+  }
   if (is.character(x) && length(x) == 1) {
     if (x %in% c("accuracy", "acc")) {
       m <- switch(loss$kind,

@@ -84,10 +84,12 @@ check_inputs <- function(model, xs, call = sys.call(-1)) {
 }
 
 # Checks each output's targets against its loss.
-check_targets <- function(model, ys, n, call = sys.call(-1)) {
+# `retrace`: whether traced losses may be traced again for these targets'
+# shape (FALSE for validation data, R/losses-custom.R).
+check_targets <- function(model, ys, n, call = sys.call(-1), retrace = TRUE) {
   labels <- attr(ys, "labels")
   # Traced losses and metrics take the targets' shape (R/losses-custom.R).
-  ensure_target_shapes(model, lapply(ys, sample_shape), call = call)
+  ensure_target_shapes(model, lapply(ys, sample_shape), retrace = retrace, call = call)
   g <- model$graph()
   for (k in seq_along(ys)) {
     y <- ys[[k]]

@@ -430,7 +430,7 @@ validation_arrays <- function(model, validation_data, call = sys.call(-1)) {
   xs <- as_input_arrays(model, validation_data[[1]], "validation_data[[1]]", call = call)
   check_inputs(model, xs, call = call)
   ys <- as_target_arrays(model, validation_data[[2]], "validation_data[[2]]", call = call)
-  check_targets(model, ys, dim(xs[[1]])[1], call = call)
+  check_targets(model, ys, dim(xs[[1]])[1], call = call, retrace = FALSE)
   ws <- if (length(validation_data) == 3) {
     as_sample_weights(model, validation_data[[3]], dim(xs[[1]])[1], "validation_data[[3]]", call = call)
   }

@@ -46,6 +46,13 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
   # Under "mixed_float16", a LossScaleOptimizer around it (R/optimizer-loss-scale.R).
   opt <- auto_loss_scale(object, as_optimizer(optimizer), check_bool(auto_scale_loss, "auto_scale_loss"))
   outputs <- resolve_outputs(object, loss, metrics, loss_weights, weighted_metrics)
+  # A loss function given by name keeps it (Keras: fn.__name__), which
+  # names it in .keras files.
+  loss_expr <- substitute(loss)
+  if (is.symbol(loss_expr) && length(outputs) == 1 && is_traced_target_fn(outputs[[1]]$loss) &&
+      is.null(outputs[[1]]$loss$user)) {
+    outputs[[1]]$loss$name <- as.character(loss_expr)
+  }
   # Losses and metrics written in R are traced before the model changes, so
   # that one that cannot be traced leaves the model as it was.
   if (!is.null(object$graph())) outputs <- pretrace_outputs(object, outputs)
@@ -70,11 +77,13 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
 }
 
 # Sends the compile settings to the core (resets the optimizer's state).
-compile_core <- function(model, call = sys.call(-1)) {
+# `keep_state`: keep the optimizer's slots and iteration count (a traced
+# loss traced again for targets of another shape, R/losses-custom.R).
+compile_core <- function(model, call = sys.call(-1), keep_state = FALSE) {
   # A sequential model compiled before it was built learns its output's name now.
   if (length(model$compiled_outputs) == 1) model$compiled_outputs[[1]]$name <- model_output_names(model)[1]
   with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model, call),
-                              model_frozen_nodes(model)))
+                              model_frozen_nodes(model), keep_state))
   show_precision_note(model)  # R/mixed-precision.R
 }
 

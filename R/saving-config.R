@@ -87,6 +87,7 @@ nested_model_entry <- function(model, functional, calls = NULL) {
 
 metric_keras_config <- function(m) {
   if (!is.null(m$string)) return(m$string)
+  if (m$kind == "traced") return(traced_keras_config(m))
   if (m$name %in% c("accuracy", "acc")) return(m$name)
   cfg <- c(list(name = m$name, dtype = if (m$kind == "mean_iou") "int64" else "float32"), m$config)
   list(module = "keras.metrics", class_name = m$class_name, config = cfg, registered_name = NULL)
@@ -374,7 +375,9 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
 
 # optimizer_from_keras(): R/optimizers-keras.R
 
-metric_from_keras <- function(x, what) {
+metric_from_keras <- function(x, what, custom_objects = list()) {
+  custom <- traced_from_keras(x, what, custom_objects, "metric")
+  if (!is.null(custom)) return(custom)
   if (is.character(x)) return(x)
   cls <- cfg_get(x, "class_name", "")
   cfg <- cfg_get(x, "config", list())
@@ -391,16 +394,17 @@ metric_from_keras <- function(x, what) {
 
 # compile() from a compile_config; `optimizer` overrides the file's one
 # (mirrored's own member keeps the exact hyper-parameters).
-compile_from_keras <- function(model, cc, what, optimizer = NULL) {
+compile_from_keras <- function(model, cc, what, optimizer = NULL, custom_objects = list()) {
   opt <- optimizer %||% optimizer_from_keras(cfg_get(cc, "optimizer", "rmsprop"), what)
   is_entry <- function(x) is.character(x) || !is.null(cfg_get(x, "class_name"))
   loss <- cfg_get(cc, "loss")
   # Several outputs: a list (or dict) of losses, of metric lists, of weights.
-  loss <- if (is_entry(loss)) loss_from_keras(loss, what) else lapply(loss, loss_from_keras, what = what)
+  loss <- if (is_entry(loss)) loss_from_keras(loss, what, custom_objects)
+          else lapply(loss, loss_from_keras, what = what, custom_objects = custom_objects)
   read_metrics <- function(metrics) {
     per_output <- length(metrics) && !is_entry(metrics[[1]])
-    metrics <- if (per_output) lapply(metrics, function(m) lapply(m, metric_from_keras, what = what))
-               else lapply(metrics, metric_from_keras, what = what)
+    read <- function(m) metric_from_keras(m, what, custom_objects)
+    metrics <- if (per_output) lapply(metrics, function(m) lapply(m, read)) else lapply(metrics, read)
     if (length(metrics)) metrics
   }
   weights <- cfg_get(cc, "loss_weights")

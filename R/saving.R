@@ -328,8 +328,11 @@ read_keras_source <- function(src, call = sys.call(-1)) {
 #'
 #' @param model Path of a `.keras` file (or of an unzipped directory holding
 #'   `config.json`), or a raw vector from `save_model(model, NULL)`.
-#' @param custom_objects Named list of R functions `function(config)`
-#'   returning a layer, for layer classes mirrored does not know.
+#' @param custom_objects Named list, by the names the file uses, of what
+#'   mirrored cannot read from a file: [Layer()] classes (a model saved
+#'   without them still runs their saved graphs), loss and metric functions
+#'   (`compile(loss = my_loss)` is saved as `"my_loss"`), [Loss()] classes,
+#'   [custom_metric()]s, and functions `function(config)` returning a layer.
 #' @param compile Whether to compile the model as it was saved.
 #' @param safe_mode Accepted for compatibility: mirrored never runs code from
 #'   a file, whatever its value.
@@ -360,7 +363,7 @@ load_model <- function(model, custom_objects = NULL, compile = TRUE, safe_mode =
   out$skip_initialization()  # every weight comes from the file below
   cc <- config$compile_config
   exact <- exact_optimizer(state)
-  if (compile && length(cc)) compile_from_keras(out, cc, cfg_what, optimizer = exact)
+  if (compile && length(cc)) compile_from_keras(out, cc, cfg_what, optimizer = exact, custom_objects = custom_objects)
   load_weights_bytes(out, m$model.weights.h5, paste0("model.weights.h5 in '", what, "'"),
                      load_optimizer = compile, exact_lr = state$optimizer$learning_rate)
   set_pending_resume(out, state)
@@ -387,8 +390,8 @@ check_model_arg <- function(model, call = sys.call(-1)) {
 check_custom_objects <- function(x, call = sys.call(-1)) {
   if (is.null(x)) return(list())
   ok <- is.list(x) && length(x) > 0 && !is.null(names(x)) && all(nzchar(names(x))) &&
-    all(vapply(x, is.function, logical(1)))
-  if (!ok) abort_value("{.arg custom_objects} must be a named list of functions, not {describe(x)}.", call = call)
+    all(vapply(x, function(o) is.function(o) || inherits(o, "mirrored_metric"), logical(1)))
+  if (!ok) abort_value("{.arg custom_objects} must be a named list of functions (or custom metrics), not {describe(x)}.", call = call)
   x
 }
 

@@ -628,15 +628,16 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_compile
-void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs, Rcpp::LogicalVector frozen);
-RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP outputsSEXP, SEXP frozenSEXP) {
+void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs, Rcpp::LogicalVector frozen, bool keep_state);
+RcppExport SEXP _mirrored_cpp_model_compile(SEXP ptrSEXP, SEXP optimizerSEXP, SEXP outputsSEXP, SEXP frozenSEXP, SEXP keep_stateSEXP) {
 BEGIN_RCPP
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type ptr(ptrSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type optimizer(optimizerSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type outputs(outputsSEXP);
     Rcpp::traits::input_parameter< Rcpp::LogicalVector >::type frozen(frozenSEXP);
-    cpp_model_compile(ptr, optimizer, outputs, frozen);
+    Rcpp::traits::input_parameter< bool >::type keep_state(keep_stateSEXP);
+    cpp_model_compile(ptr, optimizer, outputs, frozen, keep_state);
     return R_NilValue;
 END_RCPP
 }
@@ -1111,7 +1112,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
     {"_mirrored_cpp_model_set_weights", (DL_FUNC) &_mirrored_cpp_model_set_weights, 2},
-    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 4},
+    {"_mirrored_cpp_model_compile", (DL_FUNC) &_mirrored_cpp_model_compile, 5},
     {"_mirrored_cpp_model_set_learning_rate", (DL_FUNC) &_mirrored_cpp_model_set_learning_rate, 2},
     {"_mirrored_cpp_model_slot_count", (DL_FUNC) &_mirrored_cpp_model_slot_count, 1},
     {"_mirrored_cpp_model_iterations", (DL_FUNC) &_mirrored_cpp_model_iterations, 1},

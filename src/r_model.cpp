@@ -220,9 +220,11 @@ mr::MetricConfig metric_config(const Rcpp::List& mt) {
 // metric_config() lists, name).
 // `frozen`: one flag per graph node, TRUE where the layer is frozen
 // (R/freeze.R); empty when nothing is.
+// `keep_state`: keep the optimizer's slots and iteration count
+// (Model::compile; R/losses-custom.R traces a loss again for new targets).
 // [[Rcpp::export]]
 void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
-                       Rcpp::LogicalVector frozen) {
+                       Rcpp::LogicalVector frozen, bool keep_state) {
   guarded([&] {
     ModelPtr m(ptr);
     mr::CompileConfig c;
@@ -270,7 +272,7 @@ void cpp_model_compile(SEXP ptr, Rcpp::List optimizer, Rcpp::List outputs,
       }
       c.outputs.push_back(oc);
     }
-    m->compile(c);
+    m->compile(c, keep_state);
   });
 }
 

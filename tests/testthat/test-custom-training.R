@@ -140,8 +140,9 @@ test_that("custom losses and layers refuse what cannot be traced, naming the lin
   }
   expect_error(compile(model, optimizer = "sgd", loss = bad_loss), class = "mirrored_trace_error")
   # A per-sample loss must keep the batch axis first or be a scalar.
-  odd <- function(y_true, y_pred) op_transpose(y_pred - y_true)
-  expect_error(compile(model, optimizer = "sgd", loss = odd), class = "mirrored_error")
+  odd <- function(y_true, y_pred) op_mean(y_pred - y_true, axis = 1)
+  expect_error(compile(model, optimizer = "sgd", loss = odd), "keep the batch axis first", class = "mirrored_shape_error")
+  expect_error(compile(model, optimizer = "sgd", loss = function(a) a), "y_true, y_pred", class = "mirrored_value_error")
   expect_error(Layer("X", call = function(x) x, public = list(3)), "must be named")
   expect_error(Layer("X", 3), class = "mirrored_error")
   expect_error(layer_lambda(inputs, 3), "must be a function")
@@ -198,4 +199,88 @@ test_that("subclassed models with a custom train_step are a classed not-supporte
                class = "mirrored_not_supported_error")
   expect_error(Model("MyModel", train_step = function(data) NULL), "train_step")
   expect_error(Model("MyModel", call = function(x) x), class = "mirrored_not_supported_error")
+})
+
+test_that("custom losses follow the targets' shape, keep the optimizer's state and take Keras' rank rule", {
+  set.seed(8)
+  x <- matrix(rnorm(60), 20)
+  mse <- function(y_true, y_pred) op_mean(op_square(y_pred - y_true), axis = -1)
+  # A vector of targets against a one-unit output is a column (Keras'
+  # squeeze_or_expand_to_same_rank): the same as the built-in MSE.
+  y <- rnorm(20)
+  fit_one <- function(loss) {
+    set_random_seed(3)
+    inputs <- keras_input(shape = 3)
+    model <- keras_model(inputs, inputs |> layer_dense(units = 1))
+    model |> compile(optimizer = optimizer_adam(learning_rate = 0.01), loss = loss)
+    fit(model, x, y, batch_size = 5, epochs = 2, shuffle = FALSE, verbose = 0)
+    model
+  }
+  a <- fit_one("mse")
+  b <- fit_one(mse)
+  expect_lt(rel_diff(get_weights(b), get_weights(a)), 1e-6)
+  # Targets of another shape trace the loss again and keep the optimizer's state.
+  expect_equal(b$optimizer$iterations, 8)
+  ev <- evaluate(b, x, matrix(y, ncol = 1), verbose = 0)
+  expect_equal(b$optimizer$iterations, 8)
+  expect_equal(ev[["loss"]], evaluate(a, x, y, verbose = 0)[["loss"]], tolerance = 1e-6)
+  # Validation targets must have the training targets' shape.
+  expect_error(fit(b, x, y, validation_data = list(x, cbind(y, y)), epochs = 1, verbose = 0),
+               class = "mirrored_shape_error")
+  expect_equal(b$optimizer$iterations, 8)
+  # keras3 takes constructors uncalled.
+  inputs <- keras_input(shape = 3)
+  m <- keras_model(inputs, inputs |> layer_dense(units = 1))
+  m |> compile(optimizer = "sgd", loss = loss_mean_squared_error, metrics = list(metric_mean_absolute_error))
+  expect_equal(m$loss$name, "mean_squared_error")
+})
+
+test_that("a custom layer's weights are ordered trainable first, and a failed build() adds none", {
+  fails <- TRUE
+  layer_odd <- Layer("Odd",
+    build = function(input_shape) {
+      self$s <- self$add_weight(shape = shape(2), initializer = "ones", trainable = FALSE, name = "s")
+      if (fails) stop("not yet")
+      self$k <- self$add_weight(shape = shape(tail(input_shape, 1), 2), name = "k")
+    },
+    call = function(inputs) op_matmul(inputs, self$k) * self$s)
+  layer <- layer_odd()
+  inputs <- keras_input(shape = 3)
+  expect_error(layer(inputs), "not yet")
+  fails <- TRUE
+  expect_error(layer(inputs), "not yet")
+  fails <- FALSE
+  model <- keras_model(inputs, layer(inputs))
+  w <- get_weights(model)
+  expect_length(w, 2)
+  expect_equal(dim(w[[1]]), c(3L, 2L))   # k, trainable, first
+  expect_equal(as.numeric(w[[2]]), c(1, 1))  # s
+  x <- matrix(1:6, 2)
+  expect_equal(predict(model, x, verbose = 0), x %*% w[[1]], tolerance = 1e-6)
+})
+
+test_that("models compiled with custom losses and metrics save and load with custom_objects", {
+  my_mse <- function(y_true, y_pred) op_mean(op_square(y_pred - y_true), axis = -1)
+  mae2 <- custom_metric("mae2", function(y_true, y_pred) op_mean(op_abs(y_true - y_pred), axis = -1))
+  inputs <- keras_input(shape = 3)
+  model <- keras_model(inputs, inputs |> layer_dense(units = 2))
+  model |> compile(optimizer = "adam", loss = my_mse, metrics = list(mae2))
+  set.seed(1)
+  x <- matrix(rnorm(30), 10)
+  y <- matrix(rnorm(20), 10)
+  fit(model, x, y, epochs = 1, verbose = 0)
+  path <- tempfile(fileext = ".keras")
+  save_model(model, path)
+  dir <- tempfile()
+  utils::unzip(path, exdir = dir)
+  cc <- jsonlite::fromJSON(file.path(dir, "config.json"), simplifyVector = FALSE)$compile_config
+  expect_equal(cc$loss$class_name, "function")
+  expect_equal(cc$loss$config, "my_mse")
+  expect_equal(cc$metrics[[1]]$config, "mae2")
+  expect_error(load_model(path), "custom_objects", class = "mirrored_io_error")
+  again <- load_model(path, custom_objects = list(my_mse = my_mse, mae2 = mae2))
+  expect_equal(evaluate(again, x, y, verbose = 0), evaluate(model, x, y, verbose = 0), tolerance = 1e-6)
+  expect_equal(again$optimizer$iterations, model$optimizer$iterations)
+  plain <- load_model(path, compile = FALSE)
+  expect_equal(predict(plain, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-6)
 })

@@ -63,7 +63,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
 
 Model::~Model() = default;
 
-void Model::compile(const CompileConfig& config) {
+void Model::compile(const CompileConfig& config, bool keep_optimizer_state) {
   validate(config.optimizer);
   CompileConfig c = config;
   if (c.outputs.empty()) c.outputs.push_back({c.loss, 1.0f, c.metrics, ""});
@@ -93,12 +93,17 @@ void Model::compile(const CompileConfig& config) {
   compile_precision(c);  // i14-mpcore: train/model_precision.cpp
   resolve_frozen(*graph_, c);
   step_.traced().configure(c, *graph_);  // i15-users: checks, then keeps the traced graphs
+  const bool keep = keep_optimizer_state && compiled_ &&
+                    slot_count(c.optimizer) == state_.slot_count() &&
+                    metric_doubles(c) == state_.metric_doubles();
   config_ = c;
-  state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
-  // Slots that do not start at zero (Adagrad's and Ftrl's accumulators).
-  for (int k = 0; k < slot_count(config_.optimizer); ++k) {
-    const float v = slot_initial_value(config_.optimizer, k);
-    if (v != 0.0f) state_.set_slot(k, std::vector<float>(graph_->param_floats(), v));
+  if (!keep) {
+    state_.allocate(slot_count(config_.optimizer), metric_doubles(config_));
+    // Slots that do not start at zero (Adagrad's and Ftrl's accumulators).
+    for (int k = 0; k < slot_count(config_.optimizer); ++k) {
+      const float v = slot_initial_value(config_.optimizer, k);
+      if (v != 0.0f) state_.set_slot(k, std::vector<float>(graph_->param_floats(), v));
+    }
   }
   // Frozen variables get no all-reduce and no update (train/param_ranges.h).
   step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));

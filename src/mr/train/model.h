@@ -61,7 +61,15 @@ class Model {
   std::vector<float> get_state(int rank = 0) const { return state_.get_state(rank); }
   void set_state(const std::vector<float>& flat) { state_.set_state(flat); }
 
-  void compile(const CompileConfig& config);
+  // keep_optimizer_state (i15: traced losses and metrics traced again for
+
+  // targets of another shape): a compiled model keeps its optimizer slots
+
+  // and iteration count when the new config needs as many slots and metric
+
+  // sums; otherwise they start afresh, as for any compile().
+
+  void compile(const CompileConfig& config, bool keep_optimizer_state = false);
   bool compiled() const { return compiled_; }
   const CompileConfig& config() const { return config_; }
   void set_learning_rate(double lr);

@@ -47,6 +47,7 @@ class TrainingState {
   // every replica (compile()).
   void allocate(int slot_count, size_t metric_doubles);
   int slot_count() const { return slot_count_; }
+  size_t metric_doubles() const { return metric_doubles_; }
 
   std::vector<float> get_params(int rank) const;
   void set_params(const std::vector<float>& flat);
