@@ -27,7 +27,7 @@ compile_traced <- function(model, loss = NULL, metric = NULL, at = 1L) {
   if (!is.null(loss)) outputs[[1]]$loss <- list(name = "custom_loss", graph = loss)
   if (!is.null(metric)) outputs[[1]]$metrics[[at]]$graph <- metric
   mirrored:::with_core(mirrored:::cpp_model_compile(model$ptr(), model$optimizer$core_spec(),
-                                                    outputs, mirrored:::model_frozen_nodes(model)))
+                                                    outputs, mirrored:::model_frozen_nodes(model), FALSE))
 }
 
 traced_data <- function() {
