@@ -284,3 +284,20 @@ test_that("models compiled with custom losses and metrics save and load with cus
   plain <- load_model(path, compile = FALSE)
   expect_equal(predict(plain, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-6)
 })
+
+test_that("custom layers and losses train under a mixed policy (computed in float32)", {
+  config_set_dtype_policy("mixed_bfloat16")
+  on.exit(config_set_dtype_policy("float32"))
+  layer_tanh_proj <- Layer("TanhProj",
+    build = function(input_shape) self$k <- self$add_weight(shape = shape(tail(input_shape, 1), 2)),
+    call = function(x) op_tanh(op_matmul(x, self$k)))
+  inputs <- keras_input(shape = 3)
+  model <- keras_model(inputs, inputs |> layer_tanh_proj() |> layer_dense(units = 1))
+  model |> compile(optimizer = "adam", loss = function(y_true, y_pred) op_mean(op_square(y_true - y_pred), axis = -1))
+  expect_equal(model$layers[[2]]$config$dtype$config$name, "mixed_bfloat16")
+  set.seed(6)
+  x <- matrix(rnorm(60), 20)
+  h <- fit(model, x, rowSums(x), epochs = 5, verbose = 0)
+  expect_true(all(is.finite(h$metrics$loss)))
+  expect_lt(h$metrics$loss[5], h$metrics$loss[1])
+})
