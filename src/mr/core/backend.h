@@ -714,6 +714,20 @@ class Backend {
   virtual void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                                      const float* x, const float* y, const float* dy,
                                      float* dx) = 0;
+
+  // ---- i15-fuse: a chain of unary ops in one pass (cpu_traced_ops.cpp,
+  // cuda_traced_ops.cu) ----
+  static constexpr int kMaxUnaryChain = 8;
+  // outs[c][i] = ops[c](outs[c - 1][i]) for c < count and i < n, with
+  // outs[-1] = x: x is read once per element and every link's value is
+  // written (a traced graph keeps them all for the VJPs).
+  // 1 <= count <= kMaxUnaryChain (else an internal error). Bit-identical to
+  // count unary() calls in order (the same op_math.h formulas, each link
+  // rounded to float; on CUDA a NaN's payload may differ). outs[0] may alias
+  // x; the outs must not alias each other. Allocates nothing; nothing for
+  // n <= 0.
+  virtual void unary_chain(int64_t n, const UnaryOp* ops, int count, const float* x,
+                           float* const* outs) = 0;
   // ---- i15-ops: index and cast ops of traced graphs ----------------------------
   // (formulas: backends/common/index_math.h; cpu_traced_index.cpp,
   // cuda_traced_index.cu). Deterministic, allocation-free, nothing for an

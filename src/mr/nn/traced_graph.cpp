@@ -57,7 +57,7 @@ const Json& entry_shape(const Json& e, std::initializer_list<const char*> allowe
 
 }  // namespace
 
-TracedGraph::TracedGraph(const Json& g) {
+TracedGraph::TracedGraph(const Json& g, bool fuse_unary_chains) {
   MR_CHECK(g.is_object(), value, "traced graph: expected a JSON object, got ", g.type_name());
   for (const char* key : {"inputs", "nodes", "outputs"})
     MR_CHECK(g.contains(key) && g[key].is_array(), value, "traced graph: \"", key,
@@ -162,6 +162,7 @@ TracedGraph::TracedGraph(const Json& g) {
   }
   MR_CHECK(!outputs_.empty(), value, "traced graph: no outputs");
   plan();
+  if (fuse_unary_chains) plan_unary_chains();
 }
 
 void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>& ops,

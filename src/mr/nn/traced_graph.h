@@ -58,7 +58,10 @@ class TracedGraph {
 
   // Parses and checks `graph` (docs/traced-graphs.md §3). mr::Error (value
   // or shape) naming the node index, its op and its "line" on any fault.
-  explicit TracedGraph(const Json& graph);
+  // fuse_unary_chains (i15-fuse): run chains of unary nodes as one
+  // Backend::unary_chain call (same values; false is for tests comparing
+  // against the unfused run).
+  explicit TracedGraph(const Json& graph, bool fuse_unary_chains = true);
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   int num_weights() const { return static_cast<int>(weights_.size()); }
@@ -141,6 +144,11 @@ class TracedGraph {
     Broadcast bc2;
     bool bcast_x = false, bcast_i = false;
     int64_t idx_off = 0, bx_floats = 0;
+    // ---- i15-fuse: unary chains (nn/traced_fusion.cpp) ----
+    // chain_next: the next link of this node's chain (-1: none); a chain
+    // runs at its head (chain_follower false) and its followers are skipped.
+    int chain_next = -1;
+    bool chain_follower = false;
   };
 
  private:
@@ -166,6 +174,9 @@ class TracedGraph {
   void run_index_backward(Backend& be, const Ptrs& p, const Node& nd) const;
   // take_along_axis' broadcast indices in aux.
   float* idx_ptr(const Ptrs& p, const Node& nd) const;
+  // ---- i15-fuse: unary chains (nn/traced_fusion.cpp) ----
+  void plan_unary_chains();
+  void run_unary_chain(Backend& be, const Ptrs& p, const Node& head) const;
 
   std::vector<ValueShape> inputs_, weights_, constants_;
   std::vector<int64_t> constant_offsets_;

@@ -390,8 +390,13 @@ void TracedGraph::forward(Backend& be, int64_t rows, const float* const* inputs,
   // forward's only temporary (mean's sum before the scaling: reduce's y
   // must not alias its x) is the tail of aux.
   p.tmp[0] = aux + aux_pr_ * rows + aux_fixed_;
-  for (const Node& nd : nodes_)
-    if (!nd.view) run_forward(be, p, nd);
+  for (const Node& nd : nodes_) {
+    if (nd.view || nd.chain_follower) continue;  // chain followers run at their head
+    if (nd.chain_next >= 0)
+      run_unary_chain(be, p, nd);
+    else
+      run_forward(be, p, nd);
+  }
   for (size_t i = 0; i < outputs_.size(); ++i)
     be.copy(outputs[i], value_ptr(p, outputs_[i]),
             static_cast<size_t>(output_floats(static_cast<int>(i), rows)) * sizeof(float));

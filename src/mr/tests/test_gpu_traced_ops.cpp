@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <string>
@@ -279,6 +280,48 @@ TEST_F(GpuTracedOps, LargeSizesNullPartialsAndThreeShapeWhereMatchTheCpu) {
       expect_close(get(gdx, n_in), dx, std::string("large ") + op_name(op) + " backward");
     }
   }
+}
+
+// ---- i15-fuse: unary_chain on the GPU equals the separate unary() launches
+// bit for bit (NaN matching NaN: the payload may differ) for every op and
+// chain length, and the CPU within the tolerance above.
+TEST_F(GpuTracedOps, UnaryChainEqualsSeparateUnaryLaunches) {
+  Vec x = uniform_floats(4099, 91, 0, -2.5f, 2.5f);
+  for (float v : {0.0f, -0.0f, kInf, -kInf, kNaN, 1e30f}) x.push_back(v);
+  const auto n = static_cast<int64_t>(x.size());
+  float* gx = put(x);
+  for (size_t first = 0; first < kUnary.size(); ++first) {
+    for (int count = 1; count <= Backend::kMaxUnaryChain; ++count) {
+      UnaryOp ops[Backend::kMaxUnaryChain];
+      float *fused[Backend::kMaxUnaryChain], *sep[Backend::kMaxUnaryChain];
+      for (int c = 0; c < count; ++c) {
+        ops[c] = kUnary[(first + 5 * c) % kUnary.size()];
+        fused[c] = zeros(x.size());
+        sep[c] = zeros(x.size());
+      }
+      dev_->unary_chain(n, ops, count, gx, fused);
+      const float* src = gx;
+      for (int c = 0; c < count; ++c) {
+        dev_->unary(ops[c], n, src, sep[c]);
+        src = sep[c];
+      }
+      Vec cpu_in = x;
+      for (int c = 0; c < count; ++c) {
+        const Vec f = get(fused[c], x.size()), s = get(sep[c], x.size());
+        for (size_t i = 0; i < x.size(); ++i)
+          ASSERT_TRUE((std::isnan(f[i]) && std::isnan(s[i])) ||
+                      std::memcmp(&f[i], &s[i], sizeof(float)) == 0)
+              << "link " << c << " (" << op_name(ops[c]) << ") of " << count << " [" << i
+              << "]: fused " << f[i] << ", separate " << s[i];
+        Vec cpu_out(x.size());
+        cpu_->unary(ops[c], n, cpu_in.data(), cpu_out.data());
+        if (count == 1) expect_close(f, cpu_out, std::string(op_name(ops[c])) + " chain vs cpu");
+        cpu_in = cpu_out;
+      }
+      dev_->unary_chain(0, ops, count, gx, fused);  // n = 0: nothing, no launch error
+    }
+  }
+  dev_->synchronize();
 }
 
 }  // namespace

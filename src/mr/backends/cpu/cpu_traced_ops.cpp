@@ -328,4 +328,33 @@ void CpuBackend::softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t exte
   });
 }
 
+// ---- i15-fuse: a unary chain in one pass ----
+// Each thread's chunk is walked in blocks of kChainBlock elements: every link
+// runs over the block (the same template loop as unary(), so the same
+// vectorised code and the same rounding) while the block is still in L1, so
+// x and the links are read from memory once. Elements are independent, so
+// the result does not depend on the blocking or the team size.
+void CpuBackend::unary_chain(int64_t n, const UnaryOp* ops, int count, const float* x,
+                             float* const* outs) {
+  MR_CHECK(count >= 1 && count <= kMaxUnaryChain, internal, "unary_chain: count must be in 1..",
+           kMaxUnaryChain, ", got ", count);
+  for (int c = 0; c < count; ++c) check_op(ops[c], "unary_chain");
+  if (n <= 0) return;
+  constexpr int64_t kChainBlock = 512;
+  cpu::for_range(team_, n, cpu::kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t b0 = b; b0 < e; b0 += kChainBlock) {
+      const int64_t e0 = b0 + kChainBlock < e ? b0 + kChainBlock : e;
+      const float* src = x;
+      for (int c = 0; c < count; ++c) {
+        float* dst = outs[c];
+        with_unary(ops[c], [&](auto k) {
+          for (int64_t i = b0; i < e0; ++i)
+            dst[i] = opmath::unary_value(decltype(k)::value, src[i]);
+        });
+        src = dst;
+      }
+    }
+  });
+}
+
 }  // namespace mr

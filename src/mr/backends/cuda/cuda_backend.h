@@ -390,6 +390,9 @@ class CudaBackend final : public Backend {
                     float* y) override;
   void softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t extent, int64_t inner,
                              const float* x, const float* y, const float* dy, float* dx) override;
+  // ---- i15-fuse: a unary chain in one pass (cuda_traced_ops.cu) ----
+  void unary_chain(int64_t n, const UnaryOp* ops, int count, const float* x,
+                   float* const* outs) override;
   // ---- i15-ops: index and cast ops of traced graphs (cuda_traced_index.cu) ----
   void one_hot(int64_t outer, int64_t classes, int64_t inner, const float* x, float* y) override;
   void argmax(int64_t outer, int64_t extent, int64_t inner, const float* x, float* y) override;

@@ -237,4 +237,48 @@ void CudaBackend::softmax_axis_backward(SoftmaxOp op, int64_t outer, int64_t ext
   cuda::check_launch("softmax_axis_backward_kernel", ordinal_);
 }
 
+// ---- i15-fuse: a unary chain in one pass ----
+namespace {
+
+// The chain by value (a kernel argument: no device memory, no upload).
+struct UnaryChainArgs {
+  UnaryOp op[Backend::kMaxUnaryChain];
+  float* out[Backend::kMaxUnaryChain];
+  int count;
+};
+
+// Each thread loads x[i] once and stores every link. Each link's value goes
+// through __fmul_rn(v, 1.0f) (exact, never contracted) before the next link
+// reads it, so -fmad cannot fuse a link's last multiply into the next link's
+// add: every link is rounded to float as in separate unary() launches.
+__global__ void unary_chain_kernel(UnaryChainArgs a, int64_t n, const float* x) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    float v = x[i];
+    for (int c = 0; c < a.count; ++c) {
+      v = __fmul_rn(opmath::unary_value(a.op[c], v), 1.0f);
+      a.out[c][i] = v;
+    }
+  }
+}
+
+}  // namespace
+
+void CudaBackend::unary_chain(int64_t n, const UnaryOp* ops, int count, const float* x,
+                              float* const* outs) {
+  MR_CHECK(count >= 1 && count <= kMaxUnaryChain, internal, "unary_chain: count must be in 1..",
+           kMaxUnaryChain, ", got ", count);
+  UnaryChainArgs a{};
+  for (int c = 0; c < count; ++c) {
+    check_op(ops[c], "unary_chain");
+    a.op[c] = ops[c];
+    a.out[c] = outs[c];
+  }
+  a.count = count;
+  if (n <= 0) return;
+  use_device(ordinal_);
+  unary_chain_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(a, n, x);
+  cuda::check_launch("unary_chain_kernel", ordinal_);
+}
+
 }  // namespace mr
