@@ -27,7 +27,7 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
     initialize = function(..., name = NULL, trainable = TRUE, dtype = NULL, input_shape = NULL) {
       cls <- class(self)[1]
       dots <- list(...)
-      check_no_dots(dots, paste("layer class", cls))
+      check_dots_empty(dots, cls, c("name", "trainable", "dtype", "input_shape"), call = NULL)
       self$name <- if (is.null(name)) auto_name(to_snake_case(cls)) else check_string(name, "name", call = NULL)
       self$trainable <- check_trainable_value(trainable, call = NULL)
       self$dtype <- dtype
@@ -42,7 +42,7 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
                           autocast = TRUE, regularizer = NULL, constraint = NULL,
                           aggregation = "none", overwrite_with_gradient = FALSE, name = NULL) {
       fn <- "add_weight"
-      dims <- shape_dims(shape %||% integer(), "shape", fn)
+      dims <- as.integer(shape(shape %||% integer()))
       if (anyNA(dims)) abort_value("{.arg shape} of {.fn {fn}} must be fully known, not {format(shape(shape))}.", call = NULL)
       if (!is.null(dtype) && !identical(dtype, "float32")) {
         abort_not_yet("{.fn {fn}}: weights are float32; {.arg dtype} = {.val {dtype}} is not supported yet.", call = NULL)
@@ -192,29 +192,10 @@ print.mirrored_custom_layer_class <- function(x, ...) {
   invisible(x)
 }
 
-# Arguments a class's initialize() passed on that the base class does not
-# take: a classed error naming them.
-check_no_dots <- function(dots, what) {
-  if (!length(dots)) return(invisible())
-  bad <- names(dots) %||% rep("", length(dots))
-  bad[bad == ""] <- "<unnamed>"
-  abort_value("Unknown {cli::qty(length(bad))}argument{?s} {.arg {bad}} to {what}.", call = NULL)
-}
-
 # keras3 lets methods declare `self` as their first argument; R6 supplies it.
 drop_self_formal <- function(f) {
   if (is.function(f) && length(formals(f)) && identical(names(formals(f))[1], "self")) {
     formals(f) <- formals(f)[-1]
   }
   f
-}
-
-# The dims of a shape() or integer vector (NA for an unknown dimension).
-shape_dims <- function(x, arg, fn) {
-  if (inherits(x, "keras_shape")) return(as.integer(x))
-  if (is.list(x)) x <- unlist(lapply(x, function(d) if (is.null(d)) NA_integer_ else d))
-  if (length(x) && (!is.numeric(x) && !all(is.na(x)) || any(!is.na(x) & (x < 0 | x != round(x))))) {
-    abort_value("{.arg {arg}} of {.fn {fn}} must be a shape (non-negative integers), not {describe(x)}.", call = NULL)
-  }
-  as.integer(x)
 }

@@ -160,15 +160,10 @@ traced_fn_json <- function(model, k, x, target_shape, call) {
   trace_target_fn(x$fn, target_shape, g$nodes[[g$outputs[k] + 1L]]$shape, what, call)
 }
 
-traced_loss_json <- function(model, k, call) {
-  loss <- model$compiled_outputs[[k]]$loss
-  if (!is_traced_target_fn(loss)) return("")
-  traced_fn_json(model, k, loss, output_target_shape(model, k, call), call)
-}
-
-traced_metric_json <- function(model, k, m, call) {
-  if (!is_traced_target_fn(m)) return("")
-  traced_fn_json(model, k, m, output_target_shape(model, k, call), call)
+# The same for the compiled model: on the targets' shape of output k.
+traced_output_json <- function(model, k, x, call) {
+  if (!is_traced_target_fn(x)) return("")
+  traced_fn_json(model, k, x, output_target_shape(model, k, call), call)
 }
 
 # compile()'s check: every traced loss and metric of `outputs` traces (on
@@ -189,7 +184,7 @@ LossBase <- R6::R6Class("mirrored_custom_loss_base",
     reduction = "sum_over_batch_size",
     dtype = NULL,
     initialize = function(..., name = NULL, reduction = "sum_over_batch_size", dtype = NULL) {
-      check_no_dots(list(...), paste("loss class", class(self)[1]))
+      check_dots_empty(list(...), class(self)[1], c("name", "reduction", "dtype"), call = NULL)
       self$name <- if (is.null(name)) to_snake_case(class(self)[1]) else check_string(name, "name", call = NULL)
       self$reduction <- check_choice(reduction, "reduction", loss_reductions, call = NULL)
       self$dtype <- dtype

@@ -140,9 +140,9 @@ outputs_core_spec <- function(model, call = sys.call(-1)) {
     o <- model$compiled_outputs[[k]]
     # Losses and metrics written in R: their graphs (R/losses-custom.R).
     metrics <- lapply(o$metrics, function(m) {
-      c(metric_core_spec(m, isTRUE(m$weighted)), list(graph = traced_metric_json(model, k, m, call)))
+      c(metric_core_spec(m, isTRUE(m$weighted)), list(graph = traced_output_json(model, k, m, call)))
     })
-    list(loss = c(loss_core_spec(o$loss), list(graph = traced_loss_json(model, k, call))),
+    list(loss = c(loss_core_spec(o$loss), list(graph = traced_output_json(model, k, o$loss, call))),
          weight = o$weight, metrics = metrics,
          name = if (is.na(o$name)) "" else o$name)
   })

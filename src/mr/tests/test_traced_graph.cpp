@@ -23,6 +23,7 @@
 namespace mr {
 namespace {
 
+using testgraph::error_of;
 using testgraph::expect_fd;
 using testgraph::graph;
 using testgraph::GraphRun;
@@ -404,17 +405,6 @@ TEST(TracedGraph, WhereStopGradientBatchedMatmulLogsumexpGelu) {
     EXPECT_NEAR(dx[i] - dx_no0[i], (x[i] > 0 ? 1.0 : 0.1) * x[i] * douts[0][i], 1e-6) << i;
   expect_fd(r, r.in[0], x, dx_no0, fd_douts, "dx");
   expect_fd(r, r.in[1], y, dy, douts, "dy");
-}
-
-std::string error_of(const std::string& text, ErrorKind kind) {
-  try {
-    graph(text);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error for " << text;
-  return "";
 }
 
 TEST(TracedGraph, ParseAndShapeErrorsNameTheNode) {

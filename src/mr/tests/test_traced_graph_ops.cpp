@@ -26,6 +26,7 @@
 namespace mr {
 namespace {
 
+using testgraph::error_of;
 using testgraph::expect_fd;
 using testgraph::graph;
 using testgraph::GraphRun;
@@ -40,17 +41,6 @@ void run_once(GraphRun& r, const std::vector<Vec>& ins, const std::vector<Vec>& 
   for (size_t i = 0; i < douts.size(); ++i) r.set(r.dout[i], douts[i]);
   r.forward();
   r.backward();
-}
-
-std::string error_of(const std::string& text, ErrorKind kind) {
-  try {
-    graph(text);
-  } catch (const Error& e) {
-    EXPECT_EQ(e.kind(), kind) << e.what();
-    return e.what();
-  }
-  ADD_FAILURE() << "no error for " << text;
-  return "";
 }
 
 TEST(TracedGraphOps, OneHotPutsOnesAtTheTruncatedIdsAndZerosForIdsOutOfRange) {

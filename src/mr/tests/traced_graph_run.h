@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/error.h"
 #include "core/json.h"
 #include "nn/traced_graph.h"
 
@@ -84,6 +85,19 @@ struct GraphRun {
 
 inline TracedGraph graph(const std::string& text) {
   return TracedGraph(parse_json(text, "test graph"));
+}
+
+// The message of the error that parsing `text` raises, checked to be of
+// `kind` (a test failure, and "", when it raises none).
+inline std::string error_of(const std::string& text, ErrorKind kind) {
+  try {
+    graph(text);
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error for " << text;
+  return "";
 }
 
 // sum_i <out_i, dout_i> in double, for finite differences.
