@@ -2,7 +2,8 @@
 # `mirrored_error`; the subclass says what went wrong:
 # mirrored_value_error (an argument's value), mirrored_shape_error,
 # mirrored_io_error, mirrored_device_error, mirrored_interrupted_error,
-# mirrored_timeout_error, mirrored_internal_error. A feature Keras has and
+# mirrored_timeout_error, mirrored_worker_error (another worker of a
+# multi-worker job died, hung or disagrees), mirrored_internal_error. A feature Keras has and
 # mirrored does not implement yet is a mirrored_not_yet_error (also a
 # mirrored_value_error, so callers that catch value errors still do).
 

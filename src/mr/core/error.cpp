@@ -16,6 +16,8 @@ const char* kind_name(ErrorKind kind) noexcept {
       return "interrupted";
     case ErrorKind::timeout:
       return "timeout";
+    case ErrorKind::worker:
+      return "worker";
     case ErrorKind::internal:
       return "internal";
   }

@@ -17,6 +17,7 @@ enum class ErrorKind {
   device,       // a device does not exist or failed (CUDA status, ...)
   interrupted,  // the user interrupted a long computation
   timeout,      // a collective or a worker did not answer before its deadline
+  worker,       // another worker of a multi-worker job died, left or disagrees
   internal      // a broken invariant: a bug in mirrored
 };
 
