@@ -31,7 +31,7 @@ STAMP := $(LIB)/.mirrored.stamp
 export R_LIBS := $(LIB)$(if $(R_LIBS),:$(R_LIBS))
 
 DEB_PACKAGES := r-base-dev libzip-dev zlib1g-dev libhdf5-dev nlohmann-json3-dev cmake g++ make \
-  pkg-config libgtest-dev pandoc libdnnl-dev
+  pkg-config libgtest-dev pandoc libdnnl-dev libgloo-dev
 R_PACKAGES := Rcpp RcppEigen testthat R6 cli digest zeallot magrittr generics knitr rmarkdown ggplot2 roxygen2 \
   callr processx
 # Debian's names for them (r-cran-<lower-case name>).

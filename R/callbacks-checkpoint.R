@@ -244,7 +244,7 @@ ModelCheckpoint <- R6::R6Class("ModelCheckpoint",
     }
   ),
   private = list(
-    threshold = NULL, epoch = 1L, batches_seen = 0L, maximize = NULL,
+    threshold = NULL, epoch = 1L, batches_seen = 0L, maximize = NULL, saves = 0L,
     set_direction = function() {
       dir <- switch(self$mode, min = "down", max = "up", metric_direction(self$monitor))
       if (is.null(dir)) {
@@ -281,11 +281,22 @@ ModelCheckpoint <- R6::R6Class("ModelCheckpoint",
       } else if (self$verbose > 0) {
         cat(sprintf("\nEpoch %d: saving model to %s\n", as.integer(epoch), path))
       }
+      # A multi-worker job: the chief writes the file; the others write
+      # nothing and wait for it, however long the save takes (the
+      # collectives' deadline would otherwise run while the chief writes).
+      workers <- model_workers(self$model)
+      private$saves <- private$saves + 1L
+      key <- sprintf("checkpoint %d of %s", private$saves, self$filepath)
+      if (!is_chief_process(self$model)) {
+        with_core(cpp_workers_wait_for_chief(workers, key))
+        return(invisible())
+      }
       dir <- dirname(path)
       if (!dir.exists(dir)) dir.create(dir, recursive = TRUE, showWarnings = FALSE)
       state <- training_state_record(self$model, done_epochs, step)
       if (self$save_weights_only) write_weights_file(self$model, path, state) else
         write_keras_file(self$model, path, TRUE, state)
+      if (!is.null(workers)) with_core(cpp_workers_chief_done(workers, key))
       invisible()
     }
   )
@@ -362,8 +373,8 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
     on_train_begin = function(logs = NULL) {
       private$batches_seen <- 0L
       private$epoch <- 1L
-      dir <- self$backup_dir
-      if (!dir.exists(dir)) return(invisible(NULL))
+      dir <- private$own_dir()
+      if (!dir.exists(dir)) return(private$agree(NULL))
       # Temporaries of a write a crash interrupted are garbage.
       for (f in list.files(dir, all.files = TRUE, no.. = TRUE)) {
         if (cpp_is_temp_name(f)) unlink(file.path(dir, f))
@@ -372,6 +383,7 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       if (is.null(state) && self$double_checkpoint) {
         state <- private$restore(paste0(private$weights_path(), ".bkp"), paste0(private$meta_path(), ".bkp"))
       }
+      private$agree(state)
       if (!is.null(state)) set_pending_resume(self$model, state, from_backup = TRUE)
       invisible(NULL)
     },
@@ -384,14 +396,42 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       invisible(NULL)
     },
     on_train_end = function(logs = NULL) {
-      if (self$delete_checkpoint && dir.exists(self$backup_dir)) unlink(self$backup_dir, recursive = TRUE)
+      dir <- private$own_dir()
+      if (self$delete_checkpoint && dir.exists(dir)) unlink(dir, recursive = TRUE)
       invisible(NULL)
     }
   ),
   private = list(
     epoch = 1L, batches_seen = 0L,
-    weights_path = function() file.path(self$backup_dir, "latest.weights.h5"),
-    meta_path = function() file.path(self$backup_dir, "training_metadata.json"),
+    # Every worker of a multi-worker job keeps its own copy: the chief in
+    # backup_dir, worker i in backup_dir/worker_<i> (on its own machine when
+    # the directory is not shared), so that a restarted job resumes on every
+    # worker.
+    own_dir = function() {
+      info <- if (!is.null(model_workers(self$model))) self$model$strategy$info
+      if (is.null(info) || isTRUE(info$is_chief)) return(self$backup_dir)
+      file.path(self$backup_dir, sprintf("worker_%d", info$index))
+    },
+    # The workers must resume from the same position: each says where its
+    # copy stands, and a difference (a worker that crashed between the
+    # chief's backup and its own) is an error on every worker.
+    agree = function(state) {
+      workers <- model_workers(self$model)
+      if (is.null(workers)) return(invisible())
+      pos <- if (is.null(state)) "none" else sprintf("epoch %d, step %d", as.integer(state$epoch %||% 0L),
+                                                       as.integer(state$step %||% 0L))
+      all <- with_core(cpp_workers_all_gather(workers, "backup position", pos))
+      if (length(unique(all)) > 1) {
+        info <- self$model$strategy$info
+        abort_kind("worker", c("The workers' backups stand at different positions, so the job cannot resume.",
+                               i = paste0(info$described, ": ", all, collapse = "; "),
+                               i = "Delete {.path {self$backup_dir}} on every worker to start afresh."),
+                   call = NULL)
+      }
+      invisible()
+    },
+    weights_path = function() file.path(private$own_dir(), "latest.weights.h5"),
+    meta_path = function() file.path(private$own_dir(), "training_metadata.json"),
     # The training state of a readable backup (after loading it), or NULL.
     restore = function(weights, meta) {
       if (!file.exists(weights)) return(NULL)
@@ -409,7 +449,7 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       state %||% position_record()
     },
     backup = function(done_epochs, step) {
-      dir <- self$backup_dir
+      dir <- private$own_dir()
       if (!dir.exists(dir)) dir.create(dir, recursive = TRUE, showWarnings = FALSE)
       w <- private$weights_path()
       m <- private$meta_path()

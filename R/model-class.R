@@ -121,7 +121,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),
                                               s$devices, model_threads(), strategy_collective_timeout(s),
                                               private$.initialize, s$cross_device_ops %||% "",
-                                              s$logical_per_gpu %||% 1L, allow_tf32()))
+                                              s$logical_per_gpu %||% 1L, allow_tf32(),
+                                              if (inherits(s, "multi_worker_mirrored_strategy")) s$workers))
       # i14-overlap: the gradient buckets' size (communication_options()).
       with_core(cpp_model_set_bytes_per_pack(private$.ptr, s$communication_options$bytes_per_pack %||% 0))
       fresh <- private$.initialize

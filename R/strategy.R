@@ -94,6 +94,22 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
 mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL, communication_options = NULL) {
   comm <- resolve_communication_options(communication_options)
   logical <- .strategies$logical_gpus
+  local <- local_placement(devices, logical)
+  placement <- local$placement
+  reason <- local$reason
+  ops <- resolve_cross_device_ops(cross_device_ops, placement$name, logical)
+  implied <- implementation_ops(comm, ops)
+  if (!identical(implied, ops)) ops <- resolve_cross_device_ops(implied, placement$name, logical)
+  .strategies$made <- TRUE
+  strategy <- MirroredStrategy$new(placement, ops, reason, comm)
+  cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(placement$display, collapse = ', ')}): {reason}."),
+                  class = "mirrored_strategy_message")
+  strategy
+}
+
+# This process's devices: the core's placement of `devices` (NULL: every GPU,
+# else one CPU) and why they were chosen.
+local_placement <- function(devices, logical, call = sys.call(-1)) {
   if (is.null(devices)) {
     placement <- with_core(cpp_default_devices(logical))
     gpus <- sum(placement$kind == "gpu")
@@ -108,19 +124,13 @@ mirrored_strategy <- function(devices = NULL, cross_device_ops = NULL, communica
       devices <- unlist(devices, use.names = FALSE)
     }
     if (!is.character(devices) || length(devices) == 0 || anyNA(devices)) {
-      abort_value("{.arg devices} must be a non-empty character vector (or list) of device names, not {describe(devices)}.")
+      abort_value("{.arg devices} must be a non-empty character vector (or list) of device names, not {describe(devices)}.",
+                  call = call)
     }
-    placement <- with_core(cpp_resolve_devices(devices, logical))
+    placement <- with_core(cpp_resolve_devices(devices, logical), call = call)
     reason <- "as given"
   }
-  ops <- resolve_cross_device_ops(cross_device_ops, placement$name, logical)
-  implied <- implementation_ops(comm, ops)
-  if (!identical(implied, ops)) ops <- resolve_cross_device_ops(implied, placement$name, logical)
-  .strategies$made <- TRUE
-  strategy <- MirroredStrategy$new(placement, ops, reason, comm)
-  cli::cli_inform(c(i = "Using MirroredStrategy with devices ({paste(placement$display, collapse = ', ')}): {reason}."),
-                  class = "mirrored_strategy_message")
-  strategy
+  list(placement = placement, reason = reason)
 }
 
 physical_gpu_count <- function() if (built_with_cuda()) cuda_device_count() else 0L
@@ -320,6 +330,22 @@ tf <- list(distribute = list(
   ReductionToOneDevice = function(reduce_to_device = NULL, accumulation_fn = NULL) {
     new_cross_device_ops("reduce_to_one_device")
   },
+  MultiWorkerMirroredStrategy = function(cluster_resolver = NULL, communication_options = NULL) {
+    call <- sys.call()
+    comm <- resolve_communication_options(communication_options, call = call)
+    impl <- comm$implementation  # "auto", "ring" (Gloo) or "nccl"
+    new_multi_worker_strategy(NULL, cluster_resolver, impl, NULL, comm, call = call)
+  },
+  cluster_resolver = list(
+    TFConfigClusterResolver = function() {
+      structure(list(json = Sys.getenv("TF_CONFIG")), class = "mirrored_cluster_resolver")
+    },
+    SimpleClusterResolver = function(cluster_spec, task_type = "worker", task_id = 0L) {
+      json <- with_core(cpp_json_serialize(list(cluster = lapply(cluster_spec, as.list),
+                                                task = list(type = task_type, index = as.integer(task_id)))))
+      structure(list(json = json), class = "mirrored_cluster_resolver")
+    }
+  ),
   get_strategy = function() get_strategy(),
   experimental = list(
     CommunicationOptions = function(bytes_per_pack = 0, timeout_seconds = NULL, implementation = "auto") {

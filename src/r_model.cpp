@@ -14,6 +14,7 @@
 #include "r_glue.h"
 #include "r_mixed_precision.h"
 #include "r_optimizer.h"
+#include "dist/worker_group.h"  // i16
 #include "train/model.h"
 
 using mr_glue::guarded;
@@ -37,7 +38,8 @@ std::vector<mr::Graph::WeightRef> keras_order(const mr::Graph& g) {
 // [[Rcpp::export]]
 SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs,
                    Rcpp::CharacterVector devices, int threads, double collective_timeout,
-                   bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32) {
+                   bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32,
+                   SEXP workers) {
   return guarded([&]() -> SEXP {
     std::vector<mr::GraphNode> gn;
     for (R_xlen_t i = 0; i < nodes.size(); ++i) {
@@ -69,6 +71,12 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
     placement.cross_device_ops = cross_device_ops;
     placement.logical_per_gpu = logical_per_gpu;
     placement.tf32 = tf32;
+    // i16: the multi-worker job the model joins (NULL: this process alone).
+    if (!Rf_isNull(workers)) {
+      Rcpp::XPtr<std::shared_ptr<mr::WorkerGroup>> w(workers);
+      MR_CHECK(w.get() != nullptr && *w, value, "this multi-worker strategy was closed");
+      placement.workers = *w;
+    }
     auto model =
         std::make_unique<mr::Model>(std::move(graph), std::move(devs), placement, initialize);
     return ModelPtr(model.release(), true);

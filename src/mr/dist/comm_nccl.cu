@@ -1,5 +1,7 @@
 // NCCL all-reduce between the GPU replicas of one process: one communicator per
-// GPU from ncclCommInitAll, each rank driven by its replica's own thread.
+// GPU from ncclCommInitAll, each rank driven by its replica's own thread. In a
+// multi-worker job (i16) the same class joins every GPU of every worker:
+// ncclCommInitRank with the unique id the chief hands out at rendezvous.
 // A collective runs on the rank's own NCCL stream, which first waits on an
 // event recorded through the replica's Backend (the gradients are ready); the
 // backend's compute lane then waits on the collective's event before the
@@ -8,6 +10,8 @@
 // joins ends as a timeout or an abort, never as a hang. NCCL's ring reduction leaves every
 // rank with bit-identical sums.
 #include <cuda_runtime.h>
+
+#include <cstring>
 
 #include <string>
 #include <vector>
@@ -40,6 +44,20 @@ class NcclCommunicator final : public Communicator {
       : ordinals_(std::move(ordinals)),
         timeout_(timeout),
         host_(static_cast<int>(ordinals_.size()), timeout) {
+    init();
+  }
+  // i16: this process's GPUs are ranks first_rank.. of a communicator of
+  // nranks GPUs over several processes, joined through the unique id `id`.
+  NcclCommunicator(std::vector<int> ordinals, double timeout, int nranks, int first_rank,
+                   std::string id)
+      : ordinals_(std::move(ordinals)),
+        timeout_(timeout),
+        host_(static_cast<int>(ordinals_.size()), timeout),
+        nranks_(nranks),
+        first_rank_(first_rank),
+        id_(std::move(id)) {
+    MR_CHECK(id_.size() == sizeof(ncclUniqueId), internal, "an NCCL unique id has ",
+             sizeof(ncclUniqueId), " bytes, not ", id_.size());
     init();
   }
   ~NcclCommunicator() override { destroy(abort_requested()); }
@@ -91,7 +109,9 @@ class NcclCommunicator final : public Communicator {
     host_.reset();
     if (!aborted) return;
     destroy(true);
-    init();
+    // i16: a communicator across processes cannot be rebuilt by one of them
+    // (every process would need the same fresh unique id): it stays closed.
+    if (id_.empty()) init();
   }
 
  private:
@@ -107,7 +127,21 @@ class NcclCommunicator final : public Communicator {
   void init() {
     const int n = static_cast<int>(ordinals_.size());
     std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
-    MR_NCCL_CALL(ncclCommInitAll(comms.data(), n, ordinals_.data()), ordinals_.front());
+    if (id_.empty()) {
+      MR_NCCL_CALL(ncclCommInitAll(comms.data(), n, ordinals_.data()), ordinals_.front());
+    } else {
+      // One process initialising several ranks must group the calls, or the
+      // first would wait for the others forever.
+      ncclUniqueId uid;
+      std::memcpy(&uid, id_.data(), sizeof(uid));
+      MR_NCCL_CALL(ncclGroupStart(), ordinals_.front());
+      for (int i = 0; i < n; ++i) {
+        use_device(ordinals_[static_cast<size_t>(i)]);
+        MR_NCCL_CALL(ncclCommInitRank(&comms[static_cast<size_t>(i)], nranks_, uid, first_rank_ + i),
+                     ordinals_[static_cast<size_t>(i)]);
+      }
+      MR_NCCL_CALL(ncclGroupEnd(), ordinals_.front());
+    }
     ranks_.clear();
     ranks_.resize(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
@@ -164,6 +198,9 @@ class NcclCommunicator final : public Communicator {
     MR_CHECK(be.kind() == DeviceKind::cuda, device, "the NCCL all-reduce needs GPU replicas, got ",
              be.name());
     if (abort_requested()) throw CollectiveAborted("NCCL collective abandoned: aborted");
+    MR_CHECK(!ranks_.empty(), worker,
+             "the NCCL communicator across workers was aborted after a failure; every worker "
+             "must be restarted");
     Rank& r = ranks_[static_cast<size_t>(rank)];
     MR_CHECK(r.comm != nullptr, internal, "the NCCL communicator was aborted");
     use_device(r.ordinal);
@@ -181,6 +218,10 @@ class NcclCommunicator final : public Communicator {
   double timeout_;
   std::vector<Rank> ranks_;
   ThreadCommunicator host_;  // barriers, deadlines and aborts on the host side
+  // i16: ranks across processes (id_ empty: this process alone).
+  int nranks_ = 0;
+  int first_rank_ = 0;
+  std::string id_;
 };
 
 }  // namespace
@@ -191,9 +232,33 @@ std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<int>& ord
   return std::make_unique<NcclCommunicator>(ordinals, timeout_seconds);
 }
 
+std::unique_ptr<Communicator> make_nccl_communicator_ranks(const std::vector<int>& ordinals,
+                                                           double timeout_seconds, int nranks,
+                                                           int first_rank, const std::string& id) {
+  MR_CHECK(!ordinals.empty(), value, "an NCCL communicator needs at least one GPU");
+  MR_CHECK(first_rank >= 0 && first_rank + static_cast<int>(ordinals.size()) <= nranks, internal,
+           "NCCL ranks ", first_rank, "+", ordinals.size(), " exceed ", nranks);
+  return std::make_unique<NcclCommunicator>(ordinals, timeout_seconds, nranks, first_rank, id);
+}
+
+std::string nccl_unique_id() {
+  ncclUniqueId uid;
+  MR_NCCL_CALL(ncclGetUniqueId(&uid), -1);
+  return std::string(reinterpret_cast<const char*>(&uid), sizeof(uid));
+}
+
 #else
 
 std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<int>&, double) {
+  fail(ErrorKind::device, "this build of mirrored was compiled without NCCL (see NCCL_HOME)");
+}
+
+std::unique_ptr<Communicator> make_nccl_communicator_ranks(const std::vector<int>&, double, int,
+                                                           int, const std::string&) {
+  fail(ErrorKind::device, "this build of mirrored was compiled without NCCL (see NCCL_HOME)");
+}
+
+std::string nccl_unique_id() {
   fail(ErrorKind::device, "this build of mirrored was compiled without NCCL (see NCCL_HOME)");
 }
 

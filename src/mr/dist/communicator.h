@@ -119,4 +119,25 @@ std::unique_ptr<Communicator> make_nccl_communicator(const std::vector<int>& ord
 std::unique_ptr<Communicator> make_peer_communicator(const std::vector<int>& ordinals,
                                                      double timeout_seconds);
 
+// ---- i16: several workers (dist/comm_workers.cpp) ----
+struct PlacementOptions;
+// The communicator of this worker's replicas in a multi-worker job
+// (options.workers): NCCL over every GPU of every worker (one communicator,
+// this worker's GPUs are ranks first_replica() + i), or hierarchically on
+// Gloo: this worker's replicas reduce among themselves (threads, or the
+// single-process GPU communicator), its first replica all-reduces with the
+// other workers, then broadcasts to the rest. `seq`: the model's sequence
+// number in the job (the key of its NCCL id).
+std::unique_ptr<Communicator> make_worker_communicator(const std::vector<DeviceSpec>& devices,
+                                                       const PlacementOptions& options,
+                                                       int64_t seq, std::string* note);
+// NCCL over `nranks` GPUs of several processes: this process's GPUs
+// `ordinals` are ranks first_rank.. of the communicator whose unique id
+// (ncclUniqueId's bytes) `id` is. Error(device) without NCCL.
+std::unique_ptr<Communicator> make_nccl_communicator_ranks(const std::vector<int>& ordinals,
+                                                           double timeout_seconds, int nranks,
+                                                           int first_rank, const std::string& id);
+// A fresh ncclUniqueId, as bytes (the chief makes it; Error(device) without NCCL).
+std::string nccl_unique_id();
+
 }  // namespace mr

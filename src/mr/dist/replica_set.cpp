@@ -5,8 +5,10 @@
 #include <exception>
 
 #include "core/error.h"
+#include "dist/batch_split.h"
 #include "dist/comm_threads.h"
 #include "dist/worker.h"
+#include "dist/worker_group.h"
 
 namespace mr {
 
@@ -18,8 +20,20 @@ ReplicaSet::ReplicaSet(std::vector<DeviceSpec> devices, const PlacementOptions& 
       MR_CHECK(!(devices_[i] == devices_[j]), value, "device ", devices_[i].name(),
                " is listed twice");
   assign_gpu_ordinals(devices_, options.logical_per_gpu);
-  comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
-                            &comm_note_);
+  group_ = options.workers;
+  global_size_ = size();
+  if (group_) {
+    MR_CHECK(group_->local_replicas() == size(), value, "this worker joined its job with ",
+             group_->local_replicas(), " replica(s) but the model is placed on ", size(),
+             " device(s)");
+    const int64_t seq = group_->join_model(options.model_description, options.model_summary);
+    first_global_ = group_->first_replica();
+    global_size_ = group_->global_replicas();
+    comm_ = make_worker_communicator(devices_, options, seq, &comm_note_);
+  } else {
+    comm_ = make_communicator(devices_, options.collective_timeout, options.cross_device_ops,
+                              &comm_note_);
+  }
   for (const DeviceSpec& d : devices_) {
     backends_.push_back(create_backend(d, std::max(1, options.threads_per_replica)));
     if (options.tf32) backends_.back()->set_tf32(true);
@@ -101,6 +115,15 @@ bool ReplicaSet::wait(const char* what, int64_t step, const std::function<bool()
     return was_interrupted;
   }
   comm_->reset();
+  // A replica woken by the heartbeat's abort (a worker died) only knows that
+  // it was aborted: the group says who.
+  if (first_is_abort && group_) {
+    const std::string why = group_->diagnose();
+    if (!why.empty()) {
+      kind = ErrorKind::worker;
+      message = why;
+    }
+  }
   if (was_interrupted)
     fail(ErrorKind::interrupted, "interrupted during ", what, " at step ", step, " (", where, ": ",
          message, ")");
@@ -120,6 +143,23 @@ void ReplicaSet::check_fault(int rank, int64_t step) const {
   if (fault_.kind == Fault::error) fail(ErrorKind::internal, "injected failure (test)");
   if (fault_.kind == Fault::stall)
     std::this_thread::sleep_for(std::chrono::duration<double>(fault_.seconds));
+}
+
+void ReplicaSet::slice(int64_t rows, int rank, bool local, int64_t& begin, int64_t& count) const {
+  if (local || !group_)
+    replica_slice(rows, size(), rank, begin, count);
+  else
+    replica_slice(rows, global_size_, global_rank(rank), begin, count);
+}
+
+int64_t ReplicaSet::local_rows(int64_t rows) const {
+  if (!group_) return rows;
+  int64_t total = 0, begin = 0, count = 0;
+  for (int r = 0; r < size(); ++r) {
+    replica_slice(rows, global_size_, global_rank(r), begin, count);
+    total += count;
+  }
+  return total;
 }
 
 std::vector<std::thread::id> ReplicaSet::threads() const {

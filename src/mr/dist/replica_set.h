@@ -23,6 +23,8 @@
 
 namespace mr {
 
+class WorkerGroup;
+
 // How a strategy is placed and reduced, beyond its devices.
 struct PlacementOptions {
   int threads_per_replica = 1;      // CPU threads of each replica's backend
@@ -30,6 +32,12 @@ struct PlacementOptions {
   std::string cross_device_ops;     // see make_communicator()
   int logical_per_gpu = 1;          // logical GPUs per physical GPU: gpu:k is on k / n
   bool tf32 = false;                // GPU gemm may use TF32 tensor cores
+  // ---- i16: several workers ----
+  // The job's workers (null: this process alone). The model's description
+  // and summary are compared across workers before anything else
+  // (WorkerGroup::join_model).
+  std::shared_ptr<WorkerGroup> workers;
+  std::string model_description, model_summary;
 };
 
 class Worker;
@@ -73,7 +81,24 @@ class ReplicaSet {
 
   std::vector<std::thread::id> threads() const;
 
+  // ---- i16: several workers ----
+  // Replica `rank` of this process is replica global_rank(rank) of the job,
+  // which has global_size() replicas (size() and rank without workers).
+  const std::shared_ptr<WorkerGroup>& workers() const { return group_; }
+  int global_size() const { return global_size_; }
+  int global_rank(int rank) const { return first_global_ + rank; }
+  // Replica `rank`'s rows of a batch of `rows` (dist/batch_split.h): over
+  // every replica of the job when every worker holds the whole global batch
+  // (training, evaluation), or over this process's replicas only (`local`:
+  // prediction, which every worker computes for all its rows).
+  void slice(int64_t rows, int rank, bool local, int64_t& begin, int64_t& count) const;
+  // The rows of a global batch that this process's replicas take.
+  int64_t local_rows(int64_t rows) const;
+
  private:
+  std::shared_ptr<WorkerGroup> group_;
+  int first_global_ = 0;
+  int global_size_ = 0;
   std::vector<DeviceSpec> devices_;
   std::unique_ptr<Communicator> comm_;
   std::string comm_note_;

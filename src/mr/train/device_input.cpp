@@ -84,7 +84,7 @@ void DeviceInput::stage(int rank, int slot, const HostBatch& batch) {
   Slot& s = slot_of(rank, slot);
   Backend& be = replicas_.backend(rank);
   int64_t begin = 0, count = 0;
-  replica_slice(batch.rows, replicas_.size(), rank, begin, count);
+  replicas_.slice(batch.rows, rank, false, begin, count);
   MR_CHECK(s.parts.size() >= batch.parts.size(), internal, "input slot ", slot,
            " not reserved for ", batch.parts.size(), " parts");
   // The step that read this slot last has copied it out (or, at the first

@@ -75,10 +75,16 @@ class StepCycle {
     const bool stop = model_.finish_step([this] { return hooks_.interrupted(); });
     ++res_.batches;
     const bool last = !have_next;
-    if (per_batch_) hooks_.on_batch_end(res_.batches - 1, model_.read_metrics());
+    // The epoch's last logs are the job's (i16: summed over the workers, at
+    // the same batch on every worker); earlier ones are this worker's rows.
+    if (last) {
+      final_logs_ = model_.read_metrics(true);
+      have_final_ = true;
+    }
+    auto logs = [&] { return last ? final_logs_ : model_.read_metrics(); };
+    if (per_batch_) hooks_.on_batch_end(res_.batches - 1, logs());
     // The first batch always reports: Keras times steps from the end of step 1.
-    if (progress_.due(last || res_.batches == 1))
-      hooks_.on_progress(res_.batches, model_.read_metrics());
+    if (progress_.due(last || res_.batches == 1)) hooks_.on_progress(res_.batches, logs());
     if (last) return false;
     if (train_ && hooks_.stop_requested()) return false;
     if (stop || hooks_.interrupted()) {
@@ -89,7 +95,9 @@ class StepCycle {
   }
   int64_t batches() const { return res_.batches; }
   LoopResult finish() {
-    res_.logs = model_.read_metrics();
+    // An interrupted worker stops alone: its own rows only (a collective
+    // here would wait for workers that go on).
+    res_.logs = have_final_ ? final_logs_ : model_.read_metrics(!res_.interrupted);
     if (clock_ != nullptr) clock_->end_epoch();
     return res_;
   }
@@ -98,6 +106,8 @@ class StepCycle {
   Model& model_;
   LoopHooks& hooks_;
   bool train_;
+  std::vector<double> final_logs_;
+  bool have_final_ = false;
   Progress progress_;
   StepClock* clock_;
   bool per_batch_;

@@ -1,5 +1,7 @@
 #include "train/model.h"
 
+#include "dist/worker_group.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -39,6 +41,26 @@ const Graph& checked(const std::shared_ptr<const Graph>& g) {
   MR_CHECK(g != nullptr, internal, "no graph");
   return *g;
 }
+
+// i16: in a multi-worker job the workers compare their models before any
+// step: the layers with their output shapes, and every variable.
+PlacementOptions with_model(const PlacementOptions& options, const std::shared_ptr<const Graph>& g) {
+  PlacementOptions o = options;
+  if (!o.workers) return o;
+  const Graph& graph = checked(g);
+  std::string d;
+  for (int i = 0; i < graph.size(); ++i)
+    d += std::string(graph.layer(i).class_name()) + " " + graph.out_shape(i).str() + "\n";
+  for (const Graph::Param& p : graph.params())
+    d += std::to_string(p.node) + "/" + p.name + " " + p.shape.str() +
+         (p.trainable ? "" : " non-trainable") + "\n";
+  for (const Graph::Param& p : graph.states())
+    d += std::to_string(p.node) + "/" + p.name + " " + p.shape.str() + " state\n";
+  o.model_description = d;
+  o.model_summary = std::to_string(graph.size()) + " layers and " +
+                    std::to_string(graph.param_count()) + " parameters";
+  return o;
+}
 }  // namespace
 
 Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
@@ -49,7 +71,7 @@ Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices
 Model::Model(std::shared_ptr<const Graph> graph, std::vector<DeviceSpec> devices,
              const PlacementOptions& options, bool initialize)
     : graph_(std::move(graph)),
-      replicas_(std::move(devices), options),
+      replicas_(std::move(devices), with_model(options, graph_)),
       state_(checked(graph_), replicas_),
       step_(*graph_, replicas_, state_) {
   replicas_.comm().reserve(graph_->param_floats());  // no collective allocates inside a step
@@ -231,7 +253,7 @@ void Model::start_train_step(const HostBatch& batch) {
   step_.post_train(batch, config_, state_.iterations);
   in_flight_ = true;
   in_flight_train_ = true;
-  state_.samples_seen += batch.rows;
+  state_.samples_seen += replicas_.local_rows(batch.rows);
 }
 
 void Model::start_eval_step(const HostBatch& batch) {
@@ -243,7 +265,7 @@ void Model::start_eval_step(const HostBatch& batch) {
   step_.post_eval(batch, config_);
   in_flight_ = true;
   in_flight_train_ = false;
-  state_.samples_seen += batch.rows;
+  state_.samples_seen += replicas_.local_rows(batch.rows);
 }
 
 bool Model::finish_step(const std::function<bool()>& interrupted) {
@@ -337,11 +359,19 @@ void Model::reset_metrics() {
   state_.reset_metrics();
 }
 
-std::vector<double> Model::read_metrics() const {
+std::vector<double> Model::read_metrics(bool across_workers) const {
   MR_CHECK(compiled_, value, "the model is not compiled");
-  const std::vector<double> total = state_.metric_totals();
+  std::vector<double> total = state_.metric_totals();
   const std::vector<size_t> off = metric_offsets(config_);
-  const double seen = static_cast<double>(state_.samples_seen);
+  double seen = static_cast<double>(state_.samples_seen);
+  // i16: this worker's sums cover its replicas' rows; the job's are the sums
+  // over every worker (exact: counts and sums, like the replicas' own).
+  if (across_workers && replicas_.workers()) {
+    total.push_back(seen);
+    replicas_.workers()->all_reduce_host(total.data(), static_cast<int64_t>(total.size()));
+    seen = total.back();
+    total.pop_back();
+  }
   // Raw order: the weighted total, then per output its loss and metrics.
   std::vector<double> raw{0.0};
   for (size_t k = 0; k < config_.outputs.size(); ++k) {

@@ -62,13 +62,9 @@ class Model {
   void set_state(const std::vector<float>& flat) { state_.set_state(flat); }
 
   // keep_optimizer_state (i15: traced losses and metrics traced again for
-
   // targets of another shape): a compiled model keeps its optimizer slots
-
   // and iteration count when the new config needs as many slots and metric
-
   // sums; otherwise they start afresh, as for any compile().
-
   void compile(const CompileConfig& config, bool keep_optimizer_state = false);
   bool compiled() const { return compiled_; }
   const CompileConfig& config() const { return config_; }
@@ -113,7 +109,10 @@ class Model {
   // "<output>_<metric>".
   std::vector<std::string> metric_names() const;
   void reset_metrics();
-  std::vector<double> read_metrics() const;
+  // across_workers (i16): in a multi-worker job, the sums of every worker
+  // (a collective: every worker must call it at the same point, as the
+  // loops do at an epoch's end); otherwise this worker's replicas' rows.
+  std::vector<double> read_metrics(bool across_workers = false) const;
 
   // For tests: make replica `rank` fail (throw) or stall for `seconds` at the
   // start of training step `step` (1-based, Keras' iterations + 1).
@@ -127,6 +126,9 @@ class Model {
   std::vector<std::thread::id> replica_threads() const { return replicas_.threads(); }
   std::vector<const void*> replica_param_buffers() const;
   const Backend& replica_backend(int rank) const { return replicas_.backend(rank); }
+  // i16: the job's workers (null for a process alone) and the global count.
+  const std::shared_ptr<WorkerGroup>& workers() const { return replicas_.workers(); }
+  int global_replicas() const { return replicas_.global_size(); }
 
   // ---- i14-mpcore: mixed precision (nn/dtype_policy.h, train/loss_scale.h) ----
   // The loss scale's state (Keras' LossScaleOptimizer variables

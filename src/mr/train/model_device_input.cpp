@@ -117,7 +117,7 @@ void Model::start_staged_step(bool train, int slot, const HostBatch* ahead) {
   }
   in_flight_ = true;
   in_flight_train_ = train;
-  state_.samples_seen += staged_desc_.rows;
+  state_.samples_seen += replicas_.local_rows(staged_desc_.rows);
   // The replicas read neither the descriptor nor the loss arguments of a
   // slot (the step in flight copied its own), so the batch after next takes
   // the slot's host side now, while its host data are valid.
@@ -192,7 +192,7 @@ void Model::start_resident_step(bool train, const ArrayData& data, const int64_t
   }
   in_flight_ = true;
   in_flight_train_ = train;
-  state_.samples_seen += rows;
+  state_.samples_seen += replicas_.local_rows(rows);
 }
 
 }  // namespace mr

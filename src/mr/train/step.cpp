@@ -175,7 +175,9 @@ template <class Put>
 std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool targets, Put&& put) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   int64_t begin = 0, count = 0;
-  replica_slice(batch.rows, replicas_.size(), rank, begin, count);
+  // Prediction (no targets) splits over this worker's replicas only: every
+  // worker predicts all rows (i16).
+  replicas_.slice(batch.rows, rank, !targets, begin, count);
   rep.rows_last = count;
   MR_CHECK(count <= rep.exec->capacity(), internal, "a slice of ", count,
            " rows exceeds the reserved workspace of ", rep.exec->capacity());
@@ -459,7 +461,7 @@ void Step::stage_slot_now(int slot, const HostBatch& batch) {
 
 std::pair<int64_t, int64_t> Step::take_resident(int rank, const HostBatch& desc, bool targets) {
   int64_t begin = 0, count = 0;
-  replica_slice(desc.rows, replicas_.size(), rank, begin, count);
+  replicas_.slice(desc.rows, rank, !targets, begin, count);
   resident_->load_index(rank, begin, count);
   // Every part of the slice has the slice's `count` rows (place() puts
   // count * width floats of each).

@@ -1,0 +1,110 @@
+# Multi-worker jobs on loopback for the tests: every worker is a fresh
+# Rscript process (processx) that loads the installed package, runs `body`
+# with the values in `params` and saves what it returns (or the condition it
+# raised) to an RDS file.
+
+# A TCP port nobody listens on now (the chief's store binds it next).
+free_port <- function() {
+  for (i in 1:50) {
+    port <- sample(20000:60000, 1)
+    s <- tryCatch(serverSocket(port), error = function(e) NULL)
+    if (!is.null(s)) {
+      close(s)
+      return(port)
+    }
+  }
+  stop("no free port")
+}
+
+# TF_CONFIG of worker `index` among `n` workers on loopback.
+tf_config <- function(ports, index) {
+  workers <- paste0('"127.0.0.1:', ports, '"', collapse = ", ")
+  sprintf('{"cluster": {"worker": [%s]}, "task": {"type": "worker", "index": %d}}', workers, index)
+}
+
+# The environment of worker `index`: TF_CONFIG (launch = "tf_config") or
+# Slurm's variables as srun sets them (launch = "slurm").
+worker_env <- function(launch, ports, index) {
+  n <- length(ports)
+  base <- c(R_LIBS = Sys.getenv("R_LIBS"), OMP_NUM_THREADS = "1", TF_CONFIG = "",
+            SLURM_PROCID = "", SLURM_NTASKS = "")
+  switch(launch,
+    tf_config = c(base[names(base) != "TF_CONFIG"], TF_CONFIG = tf_config(ports, index)),
+    slurm = c(base[!names(base) %in% c("SLURM_PROCID", "SLURM_NTASKS")],
+              SLURM_PROCID = as.character(index), SLURM_NTASKS = as.character(n),
+              SLURM_LOCALID = as.character(index), SLURM_STEP_NODELIST = "localhost",
+              SLURM_JOB_ID = "", MASTER_ADDR = "127.0.0.1", MASTER_PORT = as.character(ports[1])),
+    stop("unknown launch ", launch))
+}
+
+# Starts one Rscript per worker running `body(params, index)`; returns the
+# processes and where each writes its result.
+# `indices`: each process's task index (default 0..n-1; a test may give one
+# twice).
+start_workers <- function(body, params, n, launch = "tf_config", dir = tempfile("job"),
+                          indices = seq_len(n) - 1L) {
+  dir.create(dir, showWarnings = FALSE, recursive = TRUE)
+  ports <- vapply(seq_len(n), function(i) free_port(), numeric(1))
+  script <- file.path(dir, "worker.R")
+  environment(body) <- globalenv()  # do not serialise the test's environment
+  saveRDS(list(body = body, params = params), file.path(dir, "job.rds"))
+  writeLines(c(
+    "args <- commandArgs(TRUE)",
+    "job <- readRDS(args[1]); index <- as.integer(args[2]); out <- args[3]",
+    "suppressPackageStartupMessages(library(mirrored))",
+    "res <- tryCatch(list(ok = TRUE, value = job$body(job$params, index)),",
+    "  error = function(e) list(ok = FALSE, class = class(e), message = conditionMessage(e),",
+    "                           time = Sys.time()))",
+    "saveRDS(res, out)"
+  ), script)
+  procs <- lapply(seq_along(indices), function(k) {
+    i <- indices[k]
+    env <- worker_env(launch, ports, i)
+    processx::process$new("Rscript", c(script, file.path(dir, "job.rds"), i, file.path(dir, sprintf("out%d.rds", k - 1L))),
+                          env = c("current", env), stdout = file.path(dir, sprintf("log%d.txt", k - 1L)),
+                          stderr = "2>&1", cleanup = TRUE)
+  })
+  names(procs) <- NULL
+  list(procs = procs, dir = dir, ports = ports)
+}
+
+# Waits for every worker (at most `timeout` seconds; the rest are killed)
+# and reads their results.
+finish_workers <- function(job, timeout = 120) {
+  deadline <- Sys.time() + timeout
+  for (p in job$procs) {
+    left <- as.numeric(difftime(deadline, Sys.time(), units = "secs"))
+    if (left > 0) p$wait(left * 1000)
+    if (p$is_alive()) p$kill()
+  }
+  lapply(seq_along(job$procs) - 1L, function(i) {
+    f <- file.path(job$dir, sprintf("out%d.rds", i))
+    log <- file.path(job$dir, sprintf("log%d.txt", i))
+    if (!file.exists(f)) {
+      return(list(ok = FALSE, class = "no_result", message = "no result",
+                  log = if (file.exists(log)) readLines(log, warn = FALSE)))
+    }
+    r <- readRDS(f)
+    r$log <- if (file.exists(log)) readLines(log, warn = FALSE)
+    r
+  })
+}
+
+run_workers <- function(body, params, n, launch = "tf_config", timeout = 120) {
+  finish_workers(start_workers(body, params, n, launch), timeout)
+}
+
+# A failing worker's log, for expectation messages.
+worker_report <- function(results) {
+  paste(vapply(seq_along(results), function(i) {
+    r <- results[[i]]
+    paste0("worker ", i - 1, ": ", if (isTRUE(r$ok)) "ok" else paste(r$message, collapse = " "),
+           "\n  ", paste(utils::tail(r$log, 15), collapse = "\n  "))
+  }, character(1)), collapse = "\n")
+}
+
+rel_diff <- function(a, b) {
+  a <- unlist(a)
+  b <- unlist(b)
+  max(abs(a - b)) / max(max(abs(b)), 1e-12)
+}

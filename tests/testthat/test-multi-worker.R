@@ -1,0 +1,149 @@
+# Multi-worker jobs of 2 and 3 R processes on loopback: the same numbers as
+# one process with one replica on the same global batch, the chief alone
+# writing checkpoints, bad clusters failing on every worker before any step.
+
+skip_if_no_workers <- function() {
+  skip_on_cran()
+  skip_if_not(mirrored:::built_with_gloo(), "this build has no Gloo")
+  skip_if_not_installed("processx")
+}
+
+# One training run: the same code in a worker process and in this process
+# (where no cluster is set, so the strategy is a worker alone).
+train_body <- function(p, index) {
+  devices <- p$devices[[index + 1L]]
+  strategy <- multi_worker_mirrored_strategy(devices = devices, timeout = p$timeout)
+  set.seed(11)
+  x <- matrix(rnorm(p$rows * 6), p$rows)
+  y <- sample(0:2, p$rows, replace = TRUE)
+  set_random_seed(5)
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 6) |>
+      layer_dense(12, activation = "relu") |>
+      layer_dropout(0.2) |>
+      layer_dense(3, activation = "softmax")
+    model |> compile(optimizer = optimizer_adam(0.02), loss = "sparse_categorical_crossentropy",
+                     metrics = "accuracy")
+  })
+  cbs <- list()
+  if (!is.null(p$checkpoint)) {
+    dir <- file.path(p$checkpoint, sprintf("worker_%d", index))
+    cbs <- list(callback_model_checkpoint(file.path(dir, "ckpt-{epoch}.weights.h5"), save_weights_only = TRUE,
+                                          monitor = "loss"))
+  }
+  h <- model |> fit(x, y, batch_size = p$batch, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
+  list(weights = get_weights(model), loss = h$metrics$loss, accuracy = h$metrics$accuracy,
+       replicas = strategy$num_replicas_in_sync,
+       task = c(strategy$cluster_resolver$task_type, strategy$cluster_resolver$task_id),
+       printed = capture.output(print(strategy)),
+       eval = evaluate(model, x, y, batch_size = p$batch, verbose = 0),
+       pred = predict(model, x[1:5, , drop = FALSE], verbose = 0))
+}
+
+reference_run <- function(p) {
+  p$devices <- list("/cpu:0")
+  suppressMessages(train_body(p, 0L))
+}
+
+test_that("2 workers of 1 CPU replica (TF_CONFIG) train as one replica on the global batch", {
+  skip_if_no_workers()
+  p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 50, batch = 16, epochs = 2, timeout = 60)
+  res <- run_workers(train_body, p, 2)
+  ok <- vapply(res, function(r) isTRUE(r$ok), logical(1))
+  expect(all(ok), worker_report(res))
+  ref <- reference_run(p)
+  for (r in res) {
+    expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
+    expect_equal(r$value$replicas, 2L)
+    expect_equal(r$value$loss, ref$loss, tolerance = 1e-5)
+    expect_equal(r$value$accuracy, ref$accuracy, tolerance = 1e-6)
+    expect_equal(unlist(r$value$eval), unlist(ref$eval), tolerance = 1e-5)
+    expect_equal(r$value$pred, ref$pred, tolerance = 1e-5)
+  }
+  # Every worker ends with bit-identical weights.
+  expect_identical(res[[1]]$value$weights, res[[2]]$value$weights)
+  expect_equal(res[[1]]$value$task, c("worker", "0"))
+  expect_equal(res[[2]]$value$task, c("worker", "1"))
+  expect_match(res[[1]]$value$printed[1], "2 replicas on 2 workers \\(cluster from TF_CONFIG\\)")
+  expect_true(any(grepl("Gloo", res[[1]]$value$printed)))
+})
+
+test_that("3 workers launched as srun launches them, with 1 or 2 replicas each, match one replica", {
+  skip_if_no_workers()
+  p <- list(devices = list(c("/cpu:0", "/cpu:1"), "/cpu:0", c("/cpu:0", "/cpu:1")),
+            rows = 47, batch = 10, epochs = 2, timeout = 60)
+  res <- run_workers(train_body, p, 3, launch = "slurm")
+  ok <- vapply(res, function(r) isTRUE(r$ok), logical(1))
+  expect(all(ok), worker_report(res))
+  ref <- reference_run(p)
+  for (r in res) {
+    expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
+    expect_equal(r$value$replicas, 5L)
+    expect_equal(r$value$loss, ref$loss, tolerance = 1e-5)
+  }
+  expect_identical(res[[1]]$value$weights, res[[3]]$value$weights)
+  expect_match(res[[2]]$value$printed[1], "5 replicas on 3 workers \\(cluster from Slurm\\)")
+})
+
+test_that("the chief alone writes the checkpoint files", {
+  skip_if_no_workers()
+  dir <- tempfile("ckpt")
+  p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 40, batch = 8, epochs = 2, timeout = 60,
+            checkpoint = dir)
+  res <- run_workers(train_body, p, 2)
+  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  expect_setequal(list.files(file.path(dir, "worker_0")), c("ckpt-1.weights.h5", "ckpt-2.weights.h5"))
+  expect_false(dir.exists(file.path(dir, "worker_1")))
+  # The chief's last checkpoint holds the job's final weights.
+  ref <- reference_run(modifyList(p, list(checkpoint = NULL)))
+  m <- keras_model_sequential(input_shape = 6) |>
+    layer_dense(12, activation = "relu") |> layer_dropout(0.2) |> layer_dense(3, activation = "softmax")
+  load_model_weights(m, file.path(dir, "worker_0", "ckpt-2.weights.h5"))
+  expect_lt(rel_diff(get_weights(m), ref$weights), 1e-5)
+})
+
+bad_body <- function(p, index) {
+  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
+  units <- if (index == 0) 4 else p$other_units
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 3) |> layer_dense(units)
+  })
+  "built"
+}
+
+test_that("workers whose models differ stop with a classed error on every worker", {
+  skip_if_no_workers()
+  res <- run_workers(bad_body, list(timeout = 30, other_units = 5), 2)
+  for (r in res) {
+    expect(!isTRUE(r$ok), worker_report(res))
+    expect_true("mirrored_value_error" %in% r$class)
+    expect_match(r$message, "different models")
+    expect_match(r$message, "worker 1")
+  }
+})
+
+test_that("two workers with the same task index stop with a classed error on every worker", {
+  skip_if_no_workers()
+  # A cluster of 3 workers, but processes with indices 0, 1 and 1 again.
+  job <- start_workers(bad_body, list(timeout = 30, other_units = 4), 3, indices = c(0L, 1L, 1L))
+  res <- finish_workers(job, 60)
+  for (r in res) {
+    expect(!isTRUE(r$ok), worker_report(res))
+    expect_true("mirrored_value_error" %in% r$class)
+    expect_match(r$message, "same task index")
+  }
+})
+
+test_that("a worker that starts alone names the workers it waits for", {
+  skip_if_no_workers()
+  res <- run_workers(bad_body, list(timeout = 3, other_units = 4), 1,
+                     launch = "tf_config")
+  expect(isTRUE(res[[1]]$ok), worker_report(res))
+  # One process of a 1-worker cluster joins at once; a 2-worker cluster
+  # whose second worker never comes:
+  job <- start_workers(bad_body, list(timeout = 3, other_units = 4), 2, indices = 0L)
+  res <- finish_workers(job, 60)
+  expect(!isTRUE(res[[1]]$ok), worker_report(res))
+  expect_true("mirrored_timeout_error" %in% res[[1]]$class)
+  expect_match(res[[1]]$message, "worker 1 \\(127.0.0.1:[0-9]+\\)")
+})
