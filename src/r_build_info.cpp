@@ -4,6 +4,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "build_config.h"
 #include "core/device_info.h"
+#include "dist/process_group.h"  // built_with_gloo
 #include "r_glue.h"
 
 // [[Rcpp::export]]
@@ -14,6 +15,9 @@ bool cpp_built_with_nccl() { return mr::built_with_nccl(); }
 
 // [[Rcpp::export]]
 bool cpp_built_with_cudnn() { return mr::built_with_cudnn(); }
+
+// [[Rcpp::export]]
+bool cpp_built_with_gloo() { return mr::built_with_gloo(); }
 
 namespace {
 Rcpp::List cuda_devices_list() {
@@ -74,5 +78,7 @@ Rcpp::List cpp_build_info() {
                             Rcpp::Named("cpu_gemm") = mr::cpu_gemm_description(),
                             // oneDNN runs the CPU convolutions when built in.
                             Rcpp::Named("dnnl") = MR_WITH_DNNL == 1,
-                            Rcpp::Named("dnnl_version") = std::string(MR_DNNL_VERSION_STR));
+                            Rcpp::Named("dnnl_version") = std::string(MR_DNNL_VERSION_STR),
+                            // i16: multi-worker CPU collectives.
+                            Rcpp::Named("gloo") = mr::built_with_gloo());
 }
