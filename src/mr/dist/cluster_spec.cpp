@@ -367,6 +367,50 @@ std::optional<ClusterSpec> launched(const Launch& l) {
   return spec;
 }
 
+// An MPI launcher's rank, size and local rank (Open MPI, MPICH / Intel MPI
+// (Hydra), PMIx), with the name of the variable holding this host's rank
+// count; std::nullopt when no MPI launcher started this process.
+struct MpiRanks {
+  Launch launch;
+  const char* local_size_name = nullptr;
+};
+
+std::optional<MpiRanks> mpi_ranks(const Environment& env) {
+  const char* rank_name = nullptr;
+  const char* size_name = nullptr;
+  const std::string* rank = nullptr;
+  const std::string* size = nullptr;
+  if ((rank = lookup(env, "OMPI_COMM_WORLD_RANK")) != nullptr) {
+    rank_name = "OMPI_COMM_WORLD_RANK";
+    size_name = "OMPI_COMM_WORLD_SIZE";
+  } else if ((rank = lookup(env, "PMI_RANK")) != nullptr) {
+    rank_name = "PMI_RANK";
+    size_name = "PMI_SIZE";
+  } else if ((rank = lookup(env, "PMIX_RANK")) != nullptr) {
+    rank_name = "PMIX_RANK";
+    size_name =
+        lookup(env, "OMPI_COMM_WORLD_SIZE") != nullptr ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
+  } else {
+    return std::nullopt;
+  }
+  Launch l;
+  l.source = "MPI";
+  size = &required(env, l.source, size_name, (std::string(" (") + rank_name + " is)").c_str());
+  l.rank = env_int(l.source, rank_name, *rank);
+  l.size = env_int(l.source, size_name, *size);
+  check_rank(l.source, rank_name, l.rank, size_name, l.size);
+  // This host's ranks: Open MPI's, else Hydra's (MPICH, Intel MPI).
+  const char* local_rank_name = "OMPI_COMM_WORLD_LOCAL_RANK";
+  const char* local_size_name = "OMPI_COMM_WORLD_LOCAL_SIZE";
+  if (lookup(env, local_rank_name) == nullptr && lookup(env, local_size_name) == nullptr) {
+    local_rank_name = "MPI_LOCALRANKID";
+    local_size_name = "MPI_LOCALNRANKS";
+  }
+  if (const std::string* v = lookup(env, local_rank_name))
+    l.local_rank = env_int(l.source, local_rank_name, *v);
+  return MpiRanks{l, local_size_name};
+}
+
 // Slurm's srun. Present when SLURM_PROCID and SLURM_NTASKS are both set.
 // Note: an sbatch script itself also carries them (task 0 of the
 // allocation); R must be started by srun for every task to run.
@@ -378,6 +422,12 @@ std::optional<Launch> from_slurm(const Environment& env) {
   l.source = "Slurm";
   l.rank = env_int(l.source, "SLURM_PROCID", *procid);
   l.size = env_int(l.source, "SLURM_NTASKS", *ntasks);
+  // mpirun inside a Slurm allocation: its ranks inherit the batch script's
+  // (or the launch daemons') SLURM_PROCID and SLURM_NTASKS, which do not
+  // number them; the MPI launcher's own variables do. srun with an MPI
+  // plugin sets both alike, and then Slurm (with its hostlist) stays first.
+  if (const std::optional<MpiRanks> mpi = mpi_ranks(env))
+    if (mpi->launch.rank != l.rank || mpi->launch.size != l.size) return std::nullopt;
   check_rank(l.source, "SLURM_PROCID", l.rank, "SLURM_NTASKS", l.size);
   if (const std::string* local = lookup(env, "SLURM_LOCALID"))
     l.local_rank = env_int(l.source, "SLURM_LOCALID", *local);
@@ -411,40 +461,12 @@ std::optional<Launch> from_slurm(const Environment& env) {
   return l;
 }
 
-// mpirun as a launcher: Open MPI, MPICH / Intel MPI (Hydra), PMIx.
+// mpirun as a launcher; the chief's host from MASTER_ADDR.
 std::optional<Launch> from_mpi(const Environment& env) {
-  const char* rank_name = nullptr;
-  const char* size_name = nullptr;
-  const std::string* rank = nullptr;
-  const std::string* size = nullptr;
-  if ((rank = lookup(env, "OMPI_COMM_WORLD_RANK")) != nullptr) {
-    rank_name = "OMPI_COMM_WORLD_RANK";
-    size_name = "OMPI_COMM_WORLD_SIZE";
-  } else if ((rank = lookup(env, "PMI_RANK")) != nullptr) {
-    rank_name = "PMI_RANK";
-    size_name = "PMI_SIZE";
-  } else if ((rank = lookup(env, "PMIX_RANK")) != nullptr) {
-    rank_name = "PMIX_RANK";
-    size_name =
-        lookup(env, "OMPI_COMM_WORLD_SIZE") != nullptr ? "OMPI_COMM_WORLD_SIZE" : "PMI_SIZE";
-  } else {
-    return std::nullopt;
-  }
-  Launch l;
-  l.source = "MPI";
-  size = &required(env, l.source, size_name, (std::string(" (") + rank_name + " is)").c_str());
-  l.rank = env_int(l.source, rank_name, *rank);
-  l.size = env_int(l.source, size_name, *size);
-  check_rank(l.source, rank_name, l.rank, size_name, l.size);
-  // This host's ranks: Open MPI's, else Hydra's (MPICH, Intel MPI).
-  const char* local_rank_name = "OMPI_COMM_WORLD_LOCAL_RANK";
-  const char* local_size_name = "OMPI_COMM_WORLD_LOCAL_SIZE";
-  if (lookup(env, local_rank_name) == nullptr && lookup(env, local_size_name) == nullptr) {
-    local_rank_name = "MPI_LOCALRANKID";
-    local_size_name = "MPI_LOCALNRANKS";
-  }
-  if (const std::string* v = lookup(env, local_rank_name))
-    l.local_rank = env_int(l.source, local_rank_name, *v);
+  std::optional<MpiRanks> ranks = mpi_ranks(env);
+  if (!ranks) return std::nullopt;
+  Launch& l = ranks->launch;
+  const char* local_size_name = ranks->local_size_name;
   if (l.size == 1) return l;
   if (const std::string* addr = lookup(env, "MASTER_ADDR")) {
     l.chief_host = *addr;

@@ -13,7 +13,9 @@
 //   5. torchrun-style MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK;
 //   6. Keras 3's KERAS_DISTRIBUTION_JOB_ADDRESSES ("host:port,host:port,...")
 //      / _NUM_PROCESSES / _PROCESS_ID.
-// For 3-6 the store's port is MASTER_PORT when set, else the default below.
+// For 3-5 the store's port is MASTER_PORT when set, else the default below
+// (for Slurm plus SLURM_JOB_ID mod 1000, so that two jobs sharing a node do
+// not collide); for 6 it is the port of the first (coordinator's) address.
 // Nothing here touches the network: a spec is plain data, checked for
 // consistency (Error(value) naming the source and the variable at fault).
 #pragma once
@@ -37,13 +39,14 @@ struct WorkerAddress {
 struct ClusterSpec {
   // Every worker of the job, in global order: TF_CONFIG's chief first (when
   // it has one), then its workers; a launcher's ranks in rank order. Hosts
-  // are known for TF_CONFIG, the argument and Keras' variables; for Slurm,
-  // MPI and torchrun only the chief's host is (the others are filled in at
-  // rendezvous), so their entries may have an empty host.
+  // are known for TF_CONFIG, the argument and Keras' variables when they
+  // list every process; for Slurm, MPI, torchrun and Keras' single
+  // coordinator address only the chief's host is (the others are filled in
+  // at rendezvous), so their entries may have an empty host.
   std::vector<WorkerAddress> workers;
   int index = 0;               // this process's position in `workers`
-  std::string task_type;       // "chief" or "worker" (TF_CONFIG's names)
-  int task_id = 0;             // the index within task_type (TF_CONFIG's task.index)
+  std::string task_type;       // "chief" or "worker" (TF_CONFIG's names; launchers: "worker")
+  int task_id = 0;             // index within task_type (TF_CONFIG's task.index; a launcher's rank)
   int local_rank = 0;          // among the job's processes on this host (GPU choice)
   std::string source;          // "cluster argument", "TF_CONFIG", "Slurm", "MPI", "torchrun", "Keras"
   WorkerAddress chief;         // where the rendezvous store listens (host:port)

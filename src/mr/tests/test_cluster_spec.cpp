@@ -144,8 +144,8 @@ TEST(ClusterSpec, PrecedenceOrder) {
                      {"SLURM_PROCID", "2"},
                      {"SLURM_NTASKS", "3"},
                      {"SLURM_STEP_NODELIST", "n[1-3]"},
-                     {"OMPI_COMM_WORLD_RANK", "3"},
-                     {"OMPI_COMM_WORLD_SIZE", "4"},
+                     {"OMPI_COMM_WORLD_RANK", "2"},  // as srun with an MPI plugin: like Slurm's
+                     {"OMPI_COMM_WORLD_SIZE", "3"},
                      {"MASTER_ADDR", "m0"},
                      {"RANK", "4"},
                      {"WORLD_SIZE", "5"},
@@ -153,7 +153,7 @@ TEST(ClusterSpec, PrecedenceOrder) {
                      {"KERAS_DISTRIBUTION_NUM_PROCESSES", "6"},
                      {"KERAS_DISTRIBUTION_PROCESS_ID", "5"}};
   const char* expected[] = {"TF_CONFIG", "Slurm", "MPI", "torchrun", "Keras"};
-  const int sizes[] = {2, 3, 4, 5, 6};
+  const int sizes[] = {2, 3, 3, 5, 6};
   const char* drop[][3] = {{"TF_CONFIG", "", ""},
                            {"SLURM_PROCID", "", ""},
                            {"OMPI_COMM_WORLD_RANK", "", ""},
@@ -283,6 +283,25 @@ TEST(ClusterSpec, Mpi) {
   ASSERT_TRUE(spec.has_value());
   EXPECT_EQ(spec->index, 2);
   EXPECT_EQ(spec->size(), 4);
+
+  // mpirun inside a Slurm allocation: every rank inherits the batch
+  // script's SLURM_PROCID = 0, so the MPI variables number the ranks...
+  Environment in_slurm = {{"SLURM_PROCID", "0"},
+                          {"SLURM_NTASKS", "4"},
+                          {"SLURM_JOB_NODELIST", "n[1-2]"},
+                          {"OMPI_COMM_WORLD_RANK", "3"},
+                          {"OMPI_COMM_WORLD_SIZE", "4"},
+                          {"MASTER_ADDR", "n1"}};
+  spec = resolve_cluster("", in_slurm);
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->source, "MPI");
+  EXPECT_EQ(spec->index, 3);
+  // ...while srun with an MPI plugin sets both alike and Slurm stays first.
+  in_slurm["SLURM_PROCID"] = "3";
+  spec = resolve_cluster("", in_slurm);
+  ASSERT_TRUE(spec.has_value());
+  EXPECT_EQ(spec->source, "Slurm");
+  EXPECT_EQ(spec->chief.host, "n1");
 
   EXPECT_HAS(error_of("", {{"PMI_RANK", "0"}}), "MPI: PMI_SIZE is not set");
   EXPECT_HAS(error_of("", {{"PMIX_RANK", "0"}}), "PMI_SIZE is not set");
