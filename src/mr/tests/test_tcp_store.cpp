@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -479,6 +480,11 @@ TEST(TcpStore, CallsAfterGoodbyeAndBadArgumentsAreClassedErrors) {
   StoreServer server(kHost, 0);
   StoreClient c(kHost, server.port(), 5.0, "w");
   EXPECT_EQ(error_of([&] { c.set_request_timeout(0); }).first, ErrorKind::value);
+  EXPECT_EQ(error_of([&] { c.get("k", std::nan("")); }).first, ErrorKind::value);
+  EXPECT_EQ(error_of([&] { c.wait({"k"}, -1.0, "w"); }).first, ErrorKind::value);
+  const auto [kind0, msg0] = error_of([&] { StoreClient bad(kHost, server.port(), -1.0, "w"); });
+  EXPECT_EQ(kind0, ErrorKind::value);
+  EXPECT_NE(msg0.find("`connect_timeout`"), std::string::npos) << msg0;
   c.goodbye();
   const auto [kind, msg] = error_of([&] { c.get("k", 1.0); });
   EXPECT_EQ(kind, ErrorKind::internal);
