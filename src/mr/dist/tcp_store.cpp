@@ -267,7 +267,7 @@ void StoreServer::Impl::handle(Client& c, const char* body, size_t n) {
     return;
   }
   std::vector<char> answer;
-  put_u32(answer, 0);  // the length, patched below
+  put_u32(answer, 0);  // the length, filled in by seal()
   switch (op) {
     case kHello: {
       std::string who = r.str();

@@ -36,6 +36,8 @@ class StoreServer {
   std::unique_ptr<Impl> impl_;
 };
 
+// One thread at a time uses a client (its calls are not synchronised);
+// several clients may live in one process, e.g. one per thread that needs one.
 class StoreClient {
  public:
   // Connects to host:port, retrying until `connect_timeout` seconds passed
@@ -75,7 +77,10 @@ class StoreClient {
   // server does not answer within it throws Error(worker) saying that the
   // chief's store stopped answering). Default 30 s.
   void set_request_timeout(double seconds);
-  void goodbye();  // idempotent; after it every call throws Error(internal)
+  // Idempotent and never throws (a store that stopped answering is simply
+  // left: it waits at most 2 s for the acknowledgement); after it every call
+  // throws Error(internal).
+  void goodbye();
 
  private:
   struct Impl;

@@ -71,10 +71,27 @@ void sleep_for(double seconds) {
   if (seconds > 0) std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
 }
 
+// What a failed send/recv means to the user: the chief's side went away.
+std::string why_closed(int err) {
+  return err == EPIPE || err == ECONNRESET ? std::string("the connection closed") : errno_text(err);
+}
+
 std::string format_seconds(double s) {
   std::ostringstream os;
   os << s;
   return os.str();
+}
+
+// NaN or a negative number of seconds is a caller's bug, caught before it
+// reaches the clock arithmetic.
+void check_timeout(const char* fn, double seconds, const char* arg = "timeout") {
+  MR_CHECK(seconds >= 0, value, "StoreClient::", fn, ": `", arg,
+           "` must be a number of seconds >= 0, not ", seconds);
+}
+
+void check_key(const char* fn, const std::string& key) {
+  MR_CHECK(key.size() <= kMaxFrame - 16, value, "StoreClient::", fn, ": the key takes ", key.size(),
+           " bytes; the store takes at most ", kMaxFrame - 16);
 }
 
 // One non-blocking connect attempt to any address of host:port, bounded by the
@@ -152,7 +169,7 @@ std::vector<char> StoreClient::Impl::call(const std::vector<char>& frame, double
     const ssize_t n = ::send(fd.get(), frame.data() + sent, frame.size() - sent, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-      stopped(errno == EPIPE ? std::string("the connection closed") : errno_text(errno));
+      stopped(why_closed(errno));
     }
     sent += static_cast<size_t>(n);
   }
@@ -168,7 +185,7 @@ std::vector<char> StoreClient::Impl::call(const std::vector<char>& frame, double
       if (n == 0) stopped("the connection closed");
       if (n < 0) {
         if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) continue;
-        stopped(errno == ECONNRESET ? std::string("the connection closed") : errno_text(errno));
+        stopped(why_closed(errno));
       }
       got += static_cast<size_t>(n);
     }
@@ -186,6 +203,7 @@ StoreClient::StoreClient(const std::string& host, int port, double connect_timeo
     : impl_(std::make_unique<Impl>()) {
   MR_CHECK(port > 0 && port <= 65535, value, "StoreClient: `port` must be in [1, 65535], not ",
            port);
+  check_timeout("StoreClient", connect_timeout, "connect_timeout");
   Impl& s = *impl_;
   s.host = host;
   s.port = port;
@@ -244,7 +262,8 @@ void StoreClient::set(const std::string& key, const std::vector<char>& value) {
 }
 
 std::vector<char> StoreClient::get(const std::string& key, double timeout) {
-  MR_CHECK(key.size() <= kMaxFrame - 16, value, "StoreClient::get: the key is too long");
+  check_timeout("get", timeout);
+  check_key("get", key);
   std::vector<char> f = request(kGet);
   put_str(f, key);
   seal(f);
@@ -271,19 +290,18 @@ std::vector<char> StoreClient::get(const std::string& key, double timeout) {
 
 // Which of `keys` the store holds now (one request).
 std::vector<bool> StoreClient::Impl::presence(const std::vector<std::string>& keys) {
-  Impl& s = *this;
   std::vector<char> f = request(kCheck);
   put_u32(f, static_cast<uint32_t>(keys.size()));
   for (const std::string& k : keys) put_str(f, k);
   MR_CHECK(f.size() <= kMaxFrame, value, "StoreClient::check: ", keys.size(),
            " keys take more than the ", kMaxFrame, " bytes a request may hold");
   seal(f);
-  const std::vector<char> a = s.call(f, request_timeout, "check");
+  const std::vector<char> a = call(f, request_timeout, "check");
   Reader r(a.data(), a.size());
   const uint8_t status = r.u8();
   const uint32_t n = r.u32();
   if (!r.ok() || status != kOk || n != keys.size() || a.size() != 5 + size_t{n}) {
-    s.stopped("a malformed answer");
+    stopped("a malformed answer");
   }
   std::vector<bool> out(n);
   for (uint32_t i = 0; i < n; ++i) out[i] = a[5 + i] != 0;
@@ -299,6 +317,7 @@ void StoreClient::wait(const std::vector<std::string>& keys, double timeout,
                        const std::string& what,
                        const std::function<std::string(const std::string&)>& describe,
                        const std::function<void()>& on_poll) {
+  check_timeout("wait", timeout);
   const Clock::time_point deadline = deadline_after(timeout);
   Clock::time_point last_poll = Clock::now();
   double backoff = 0.001;
@@ -326,7 +345,7 @@ void StoreClient::wait(const std::vector<std::string>& keys, double timeout,
 }
 
 int64_t StoreClient::add(const std::string& key, int64_t delta) {
-  MR_CHECK(key.size() <= kMaxFrame - 16, value, "StoreClient::add: the key is too long");
+  check_key("add", key);
   std::vector<char> f = request(kAdd);
   put_str(f, key);
   put_i64(f, delta);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -289,6 +290,32 @@ TEST(TcpStore, EveryInterfaceServesLoopbackClients) {
   EXPECT_EQ(by_name.get("k", 1.0), bytes("v"));
 }
 
+TEST(TcpStore, ServesIpv6LoopbackAndWritesItsAddressInBrackets) {
+  std::unique_ptr<StoreServer> server;
+  try {
+    server = std::make_unique<StoreServer>("::1", 0);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "no IPv6 loopback on this machine: " << e.what();
+  }
+  StoreClient c("::1", server->port(), 2.0, "v6");
+  c.set("k", bytes("v"));
+  EXPECT_EQ(c.get("k", 1.0), bytes("v"));
+  const auto [kind, msg] = error_of([&] { c.get("absent", 0.0); });
+  EXPECT_EQ(kind, ErrorKind::timeout);
+  EXPECT_NE(msg.find("[::1]:" + std::to_string(server->port())), std::string::npos) << msg;
+}
+
+TEST(TcpStore, AValueOverTheFrameLimitIsRefusedBeforeItIsSent) {
+  StoreServer server(kHost, 0);
+  StoreClient c(kHost, server.port(), 2.0, "w");
+  const std::vector<char> huge(size_t{64} << 20);  // 64 MiB: no room left for the key
+  const auto [kind, msg] = error_of([&] { c.set("k", huge); });
+  EXPECT_EQ(kind, ErrorKind::value);
+  EXPECT_NE(msg.find("StoreClient::set('k')"), std::string::npos) << msg;
+  c.set("k", std::vector<char>(size_t{1} << 20, 'x'));  // the connection is intact
+  EXPECT_EQ(c.get("k", 1.0).size(), size_t{1} << 20);
+}
+
 // A worker that dies (here: a child process that exits without running any
 // destructor, so its socket closes with no goodbye) is lost; workers that say
 // goodbye, explicitly or from their destructor, are not.
@@ -479,6 +506,11 @@ TEST(TcpStore, CallsAfterGoodbyeAndBadArgumentsAreClassedErrors) {
   StoreServer server(kHost, 0);
   StoreClient c(kHost, server.port(), 5.0, "w");
   EXPECT_EQ(error_of([&] { c.set_request_timeout(0); }).first, ErrorKind::value);
+  EXPECT_EQ(error_of([&] { c.get("k", std::nan("")); }).first, ErrorKind::value);
+  EXPECT_EQ(error_of([&] { c.wait({"k"}, -1.0, "w"); }).first, ErrorKind::value);
+  const auto [kind0, msg0] = error_of([&] { StoreClient bad(kHost, server.port(), -1.0, "w"); });
+  EXPECT_EQ(kind0, ErrorKind::value);
+  EXPECT_NE(msg0.find("`connect_timeout`"), std::string::npos) << msg0;
   c.goodbye();
   const auto [kind, msg] = error_of([&] { c.get("k", 1.0); });
   EXPECT_EQ(kind, ErrorKind::internal);
