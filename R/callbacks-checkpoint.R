@@ -244,7 +244,7 @@ ModelCheckpoint <- R6::R6Class("ModelCheckpoint",
     }
   ),
   private = list(
-    threshold = NULL, epoch = 1L, batches_seen = 0L, maximize = NULL, saves = 0L,
+    threshold = NULL, epoch = 1L, batches_seen = 0L, maximize = NULL,
     set_direction = function() {
       dir <- switch(self$mode, min = "down", max = "up", metric_direction(self$monitor))
       if (is.null(dir)) {
@@ -285,8 +285,7 @@ ModelCheckpoint <- R6::R6Class("ModelCheckpoint",
       # nothing and wait for it, however long the save takes (the
       # collectives' deadline would otherwise run while the chief writes).
       workers <- model_workers(self$model)
-      private$saves <- private$saves + 1L
-      key <- sprintf("checkpoint %d of %s", private$saves, self$filepath)
+      key <- if (!is.null(workers)) self$model$strategy$next_sync("checkpoint")
       if (!is_chief_process(self$model)) {
         with_core(cpp_workers_wait_for_chief(workers, key))
         return(invisible())

@@ -12,6 +12,14 @@ MultiWorkerStrategy <- R6::R6Class("multi_worker_mirrored_strategy",
     # The core's description of the job (cpp_workers_info()).
     info = NULL,
     cluster_resolver = NULL,
+    # A name for the next synchronisation point of kind `what` ("checkpoint
+    # 3"): every worker runs the same script, so the n-th point of a kind is
+    # the same event on every worker (paths may differ between workers).
+    next_sync = function(what) {
+      n <- (private$syncs[[what]] %||% 0L) + 1L
+      private$syncs[[what]] <- n
+      paste(what, n)
+    },
     initialize = function(placement, cross_device_ops, reason, communication_options, workers) {
       super$initialize(placement, cross_device_ops, reason, communication_options)
       self$workers <- workers
@@ -53,7 +61,8 @@ MultiWorkerStrategy <- R6::R6Class("multi_worker_mirrored_strategy",
     num_replicas_in_sync = function() {
       if (is.null(self$info)) length(self$devices) else self$info$global_replicas
     }
-  )
+  ),
+  private = list(syncs = list())
 )
 
 #' Synchronous data-parallel training over several processes and machines

@@ -3,7 +3,6 @@
 # writing checkpoints, bad clusters failing on every worker before any step.
 
 skip_if_no_workers <- function() {
-  skip_on_cran()
   skip_if_not(mirrored:::built_with_gloo(), "this build has no Gloo")
   skip_if_not_installed("processx")
 }
@@ -107,8 +106,9 @@ bad_body <- function(p, index) {
   units <- if (index == 0) 4 else p$other_units
   with(strategy$scope(), {
     model <- keras_model_sequential(input_shape = 3) |> layer_dense(units)
+    model |> compile(optimizer = "sgd", loss = "mse")
   })
-  "built"
+  get_weights(model)
 }
 
 test_that("workers whose models differ stop with a classed error on every worker", {
@@ -146,4 +146,95 @@ test_that("a worker that starts alone names the workers it waits for", {
   expect(!isTRUE(res[[1]]$ok), worker_report(res))
   expect_true("mirrored_timeout_error" %in% res[[1]]$class)
   expect_match(res[[1]]$message, "worker 1 \\(127.0.0.1:[0-9]+\\)")
+})
+
+# A long training run that writes `marker` (per worker) once its first
+# epoch ended, so a test can strike mid-training.
+long_body <- function(p, index) {
+  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
+  set.seed(3)
+  x <- matrix(rnorm(256 * 8), 256)
+  y <- matrix(rnorm(256 * 2), 256)
+  set_random_seed(9)
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 8) |> layer_dense(16, activation = "relu") |> layer_dense(2)
+    model |> compile(optimizer = optimizer_sgd(0.01), loss = "mse")
+  })
+  marker <- file.path(p$dir, sprintf("epoch%d_%d", p$mark_epoch, index))
+  cbs <- list(callback_lambda(on_epoch_end = function(epoch, logs) {
+    if (epoch + 1 == p$mark_epoch) file.create(marker)
+  }))
+  if (!is.null(p$backup)) cbs <- c(list(callback_backup_and_restore(p$backup)), cbs)
+  model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
+  get_weights(model)
+}
+
+wait_for_file <- function(path, seconds = 60) {
+  deadline <- Sys.time() + seconds
+  while (!file.exists(path) && Sys.time() < deadline) Sys.sleep(0.05)
+  file.exists(path)
+}
+
+test_that("kill -9 of one worker mid-epoch stops every other with a classed error within 10 s", {
+  skip_if_no_workers()
+  dir <- tempfile("kill")
+  dir.create(dir)
+  job <- start_workers(long_body, list(timeout = 60, dir = dir, epochs = 1000, mark_epoch = 1), 3)
+  expect_true(wait_for_file(file.path(dir, "epoch1_2")))
+  Sys.sleep(0.2)
+  job$procs[[3]]$kill()  # SIGKILL
+  killed <- Sys.time()
+  res <- finish_workers(job, 40)
+  for (r in res[1:2]) {
+    expect(!isTRUE(r$ok), worker_report(res))
+    expect_true("mirrored_worker_error" %in% r$class, info = paste(r$message, collapse = " "))
+    expect_match(r$message, "worker 2 \\(127.0.0.1:[0-9]+\\) died")
+    expect_lt(as.numeric(difftime(r$time, killed, units = "secs")), 10)
+  }
+})
+
+test_that("a stopped (SIGSTOP) worker makes the others fail within the deadline, naming it", {
+  skip_if_no_workers()
+  dir <- tempfile("stop")
+  dir.create(dir)
+  deadline <- 8
+  job <- start_workers(long_body, list(timeout = deadline, dir = dir, epochs = 1000, mark_epoch = 1), 2)
+  expect_true(wait_for_file(file.path(dir, "epoch1_1")))
+  job$procs[[2]]$suspend()  # SIGSTOP
+  stopped <- Sys.time()
+  on.exit(job$procs[[2]]$kill(), add = TRUE)
+  survivor <- job
+  survivor$procs <- job$procs[1]
+  res <- finish_workers(survivor, 60)
+  r <- res[[1]]
+  expect(!isTRUE(r$ok), worker_report(res))
+  expect_true(any(c("mirrored_worker_error", "mirrored_timeout_error") %in% r$class))
+  expect_match(r$message, "worker 1 \\(127.0.0.1:[0-9]+\\)")
+  expect_lt(as.numeric(difftime(r$time, stopped, units = "secs")), deadline + 5)
+})
+
+test_that("a job killed mid-training and restarted with backup-and-restore reaches the uninterrupted weights", {
+  skip_if_no_workers()
+  dir <- tempfile("resume")
+  dir.create(dir)
+  p <- list(timeout = 30, dir = dir, epochs = 4, mark_epoch = 2)
+  whole <- run_workers(long_body, p, 2)
+  expect(all(vapply(whole, function(r) isTRUE(r$ok), logical(1))), worker_report(whole))
+  backup <- file.path(dir, "backup")
+  p$backup <- backup
+  p$dir <- file.path(dir, "first")
+  dir.create(p$dir)
+  job <- start_workers(long_body, p, 2)
+  expect_true(wait_for_file(file.path(p$dir, "epoch2_1")))
+  job$procs[[2]]$kill()
+  first <- finish_workers(job, 40)
+  expect(!isTRUE(first[[1]]$ok), worker_report(first))
+  expect_true(file.exists(file.path(backup, "latest.weights.h5")))
+  expect_true(file.exists(file.path(backup, "worker_1", "latest.weights.h5")))
+  p$dir <- file.path(dir, "second")
+  dir.create(p$dir)
+  again <- run_workers(long_body, p, 2)
+  expect(all(vapply(again, function(r) isTRUE(r$ok), logical(1))), worker_report(again))
+  for (r in again) expect_lt(rel_diff(r$value, whole[[1]]$value), 1e-5)
+  expect_identical(again[[1]]$value, again[[2]]$value)
 })

@@ -105,8 +105,10 @@ void WorkerGroup::leave() {
     if (is_chief() && size() > 1) {
       std::vector<std::string> keys;
       for (int i = 1; i < size(); ++i) keys.push_back("left/" + std::to_string(i));
+      // Long enough for the others to read what the chief wrote last; not
+      // the whole deadline, since a job that failed ends here too.
       const auto deadline = std::chrono::steady_clock::now() +
-                            std::chrono::duration<double>(options_.timeout);
+                            std::chrono::duration<double>(std::min(options_.timeout, 10.0));
       while (!store_->check(keys) && std::chrono::steady_clock::now() < deadline) {
         // A worker that died will never say it left.
         const std::vector<std::string> lost = store_->lost();

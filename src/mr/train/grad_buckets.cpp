@@ -102,7 +102,7 @@ GradBuckets::GradBuckets(const Graph& graph, ReplicaSet& replicas)
 GradBuckets::~GradBuckets() = default;
 
 void GradBuckets::prepare(const std::vector<ParamRange>& trainable, int64_t bytes_per_pack) {
-  plan_ = replicas_.size() > 1 ? plan_grad_buckets(graph_, trainable, bytes_per_pack)
+  plan_ = replicas_.global_size() > 1 ? plan_grad_buckets(graph_, trainable, bytes_per_pack)
                                : std::vector<GradBucket>{};
   for (auto& rep : reps_) {
     rep->armed = false;

@@ -16,11 +16,12 @@ namespace {
 class CommContext final : public ReplicaContext {
  public:
   CommContext(ReplicaSet& rs, int rank, StepClock* clock) : rs_(rs), rank_(rank), clock_(clock) {}
-  int replicas() const override { return rs_.size(); }
+  // i16: every replica of the job (synchronized batch norm sums over all).
+  int replicas() const override { return rs_.global_size(); }
   int rank() const override { return rank_; }
   void all_reduce_sum(float* data, int64_t n) override {
     ScopedPhase wait(clock_, rank_, StepPhase::allreduce);  // i14-monitor
-    if (rs_.size() > 1) rs_.comm().all_reduce_sum(rank_, rs_.backend(rank_), data, n);
+    if (rs_.global_size() > 1) rs_.comm().all_reduce_sum(rank_, rs_.backend(rank_), data, n);
   }
 
  private:

@@ -49,7 +49,7 @@ template <typename Pick>
 void TrainingState::upload_and_broadcast(const std::vector<float>& flat, Pick pick) {
   if (flat.empty()) return;
   replicas_.backend(0).upload(pick(buffers_[0]), flat.data(), flat.size() * sizeof(float));
-  if (replicas_.size() == 1) return;
+  if (replicas_.global_size() == 1) return;
   const auto n = static_cast<int64_t>(flat.size());
   replicas_.run("broadcast", iterations + 1, [this, n, &pick](int r) {
     replicas_.comm().broadcast(r, 0, replicas_.backend(r),

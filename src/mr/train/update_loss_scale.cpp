@@ -16,7 +16,7 @@ void UpdatePipeline::check_finite_and_unscale(int rank, int64_t iteration) {
   // (summed) gradients, and the SUM of the flags is the same on every
   // replica, so every replica skips the same steps.
   for (const ParamRange& r : ranges_) be.nonfinite_flag(r.size, g + r.offset, &s->skip);
-  if (replicas_.size() > 1) {
+  if (replicas_.global_size() > 1) {
     // Waiting for the peers' flags is all-reduce time on the step clock, as
     // the gradients' own collective is.
     ScopedPhase wait(clock_, rank, StepPhase::allreduce);
