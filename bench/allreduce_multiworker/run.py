@@ -83,7 +83,10 @@ def main():
         "call's time is its slowest rank's, the figure the median over the calls. Ratio = torch /",
         "mirrored (above 1: mirrored's Gloo group is faster). Bus bandwidth = bytes / time x",
         "2(N-1)/N. Three processes on two cores (plus Gloo's I/O threads) oversubscribe the CPU:",
-        "the 3-process rows measure scheduling as much as the transport.",
+        "the 3-process rows measure scheduling as much as the transport (small all-reduces take",
+        "milliseconds there in both implementations, which run the same Gloo underneath, against",
+        "a few hundred µs with 2 processes). One run on a machine shared with other work: single",
+        "rows can be off by a scheduling hiccup (a rerun moves them, not the picture).",
         "",
         *provenance(f"make core && flock /tmp/mr-build.lock python3 bench/allreduce_multiworker/run.py "
                     f"--reps {args.reps}"),
