@@ -7,10 +7,11 @@ all-reduce on as many replica threads. Then a MODEL (model.py, not a measurement
 convnet's data-parallel scaling over 2, 4 and 8 nodes x 8 GPUs. Writes the
 `allreduce_multiworker` section of BENCHMARKS.md.
 
-    flock /tmp/mr-build.lock python3 bench/allreduce_multiworker/run.py [--reps 20] [--no-write]
+    flock /tmp/mr-build.lock python3 bench/allreduce_multiworker/run.py [--reps 20] [--rounds 5] [--no-write]
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -28,9 +29,10 @@ def human(b):
 
 
 def parse(out, rows):
+    """Appends each line's µs to rows[(engine, ranks, bytes)]."""
     for line in out.splitlines()[1:]:
         engine, ranks, nbytes, us, alg, bus = line.split()
-        rows[(engine, int(ranks), int(nbytes))] = (float(us), float(bus))
+        rows.setdefault((engine, int(ranks), int(nbytes)), []).append(float(us))
 
 
 def cpu_line():
@@ -54,6 +56,7 @@ def cpu_line():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--bin", default=os.path.join(REPO, "build", "bench_allreduce_multiworker"))
     ap.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"))
     ap.add_argument("--no-write", action="store_true")
@@ -64,9 +67,13 @@ def main():
     rows = {}
     env = dict(os.environ, GLOO_SOCKET_IFNAME=os.environ.get("GLOO_SOCKET_IFNAME", "lo"))
     run = dict(capture_output=True, text=True, check=True, env=env)
-    parse(subprocess.run([args.bin, str(args.reps), ranks], **run).stdout, rows)
-    parse(subprocess.run([sys.executable, os.path.join(HERE, "peer_torch.py"), "--reps", str(args.reps),
-                          "--ranks", ranks], **run).stdout, rows)
+    # Rounds interleave the contenders, so that a disturbance of the shared machine
+    # hits both rather than one.
+    for _ in range(args.rounds):
+        parse(subprocess.run([args.bin, str(args.reps), ranks], **run).stdout, rows)
+        parse(subprocess.run([sys.executable, os.path.join(HERE, "peer_torch.py"), "--reps",
+                              str(args.reps), "--ranks", ranks], **run).stdout, rows)
+    us = {k: statistics.median(v) for k, v in rows.items()}
     import torch  # the version the peer ran with
     sizes = sorted({b for (_, _, b) in rows})
     lines = [
@@ -80,16 +87,18 @@ def main():
         "processes; beside them mirrored's in-process thread all-reduce on as many replica threads",
         "(no process boundary, shared memory). Timing rule, the same for all three: 2 untimed calls,",
         f"then {args.reps} timed ones ({max(3, args.reps // 4)} from 16 MB on), each after a barrier; a",
-        "call's time is its slowest rank's, the figure the median over the calls. Ratio = torch /",
+        "call's time is its slowest rank's, a run's figure the median over the calls, and the",
+        f"table's the median over {args.rounds} runs of each, interleaved (mirrored's benchmark, then",
+        "PyTorch's, round after round; each run starts its processes afresh). Ratio = torch /",
         "mirrored (above 1: mirrored's Gloo group is faster). Bus bandwidth = bytes / time x",
         "2(N-1)/N. Three processes on two cores (plus Gloo's I/O threads) oversubscribe the CPU:",
         "the 3-process rows measure scheduling as much as the transport (small all-reduces take",
         "milliseconds there in both implementations, which run the same Gloo underneath, against",
-        "a few hundred µs with 2 processes). One run on a machine shared with other work: single",
-        "rows can be off by a scheduling hiccup (a rerun moves them, not the picture).",
+        "a few hundred µs with 2 processes). The machine is shared with other work: single",
+        "cells can still be off by a scheduling hiccup.",
         "",
         *provenance(f"make core && flock /tmp/mr-build.lock python3 bench/allreduce_multiworker/run.py "
-                    f"--reps {args.reps}"),
+                    f"--reps {args.reps} --rounds {args.rounds}"),
         cpu_line(),
         "",
         "| size | 2 proc: mirrored Gloo µs (busbw GB/s) | torch gloo µs | ratio | 2 threads µs "
@@ -99,9 +108,9 @@ def main():
     for b in sizes:
         cells = [human(b)]
         for n in RANKS:
-            mine, peer, thr = rows[("gloo", n, b)], rows[("torch", n, b)], rows[("threads", n, b)]
-            cells += [f"{mine[0]:.1f} ({mine[1]:.2f})", f"{peer[0]:.1f}", f"{peer[0] / mine[0]:.2f}",
-                      f"{thr[0]:.1f}"]
+            mine, peer, thr = us[("gloo", n, b)], us[("torch", n, b)], us[("threads", n, b)]
+            busbw = b / (mine * 1e-6) / 1e9 * 2 * (n - 1) / n
+            cells += [f"{mine:.1f} ({busbw:.2f})", f"{peer:.1f}", f"{peer / mine:.2f}", f"{thr:.1f}"]
         lines.append("| " + " | ".join(cells) + " |")
     lines += model.section(REPO, args.output)
     publish("allreduce_multiworker", lines, args.output, not args.no_write)
