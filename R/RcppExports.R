@@ -41,6 +41,10 @@ cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
 
+cpp_resolve_cluster <- function(cluster_json, env) {
+    .Call(`_mirrored_cpp_resolve_cluster`, cluster_json, env)
+}
+
 cpp_model_set_bytes_per_pack <- function(ptr, bytes) {
     invisible(.Call(`_mirrored_cpp_model_set_bytes_per_pack`, ptr, bytes))
 }
