@@ -17,10 +17,6 @@ cpp_built_with_cudnn <- function() {
     .Call(`_mirrored_cpp_built_with_cudnn`)
 }
 
-cpp_built_with_gloo <- function() {
-    .Call(`_mirrored_cpp_built_with_gloo`)
-}
-
 cpp_cuda_device_count <- function() {
     .Call(`_mirrored_cpp_cuda_device_count`)
 }
@@ -39,10 +35,6 @@ cpp_cuda_link <- function(a, b) {
 
 cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
-}
-
-cpp_resolve_cluster <- function(cluster_json, env) {
-    .Call(`_mirrored_cpp_resolve_cluster`, cluster_json, env)
 }
 
 cpp_model_set_bytes_per_pack <- function(ptr, bytes) {
@@ -197,8 +189,8 @@ cpp_model_inject_nonfinite_gradient <- function(ptr, rank, step) {
     invisible(.Call(`_mirrored_cpp_model_inject_nonfinite_gradient`, ptr, rank, step))
 }
 
-cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32, workers) {
-    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32, workers)
+cpp_model_new <- function(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32) {
+    .Call(`_mirrored_cpp_model_new`, nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32)
 }
 
 cpp_communicator_plan <- function(devices, cross_device_ops, logical_per_gpu) {
@@ -351,29 +343,5 @@ cpp_evaluate <- function(model, source, max_batches, batch_begin, batch_end, pro
 
 cpp_predict <- function(model, source, max_batches, progress, progress_interval) {
     .Call(`_mirrored_cpp_predict`, model, source, max_batches, progress, progress_interval)
-}
-
-cpp_workers_new <- function(cluster_json, env, local_replicas, gpu, timeout, implementation) {
-    .Call(`_mirrored_cpp_workers_new`, cluster_json, env, local_replicas, gpu, timeout, implementation)
-}
-
-cpp_workers_info <- function(xp) {
-    .Call(`_mirrored_cpp_workers_info`, xp)
-}
-
-cpp_workers_chief_done <- function(xp, what) {
-    invisible(.Call(`_mirrored_cpp_workers_chief_done`, xp, what))
-}
-
-cpp_workers_wait_for_chief <- function(xp, what) {
-    invisible(.Call(`_mirrored_cpp_workers_wait_for_chief`, xp, what))
-}
-
-cpp_workers_close <- function(xp) {
-    invisible(.Call(`_mirrored_cpp_workers_close`, xp))
-}
-
-cpp_workers_all_gather <- function(xp, what, mine) {
-    .Call(`_mirrored_cpp_workers_all_gather`, xp, what, mine)
 }
 

@@ -58,16 +58,6 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_built_with_gloo
-bool cpp_built_with_gloo();
-RcppExport SEXP _mirrored_cpp_built_with_gloo() {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    rcpp_result_gen = Rcpp::wrap(cpp_built_with_gloo());
-    return rcpp_result_gen;
-END_RCPP
-}
 // cpp_cuda_device_count
 int cpp_cuda_device_count();
 RcppExport SEXP _mirrored_cpp_cuda_device_count() {
@@ -118,18 +108,6 @@ BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     rcpp_result_gen = Rcpp::wrap(cpp_build_info());
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_resolve_cluster
-SEXP cpp_resolve_cluster(std::string cluster_json, Rcpp::CharacterVector env);
-RcppExport SEXP _mirrored_cpp_resolve_cluster(SEXP cluster_jsonSEXP, SEXP envSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::string >::type cluster_json(cluster_jsonSEXP);
-    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type env(envSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_resolve_cluster(cluster_json, env));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -583,8 +561,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_model_new
-SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32, SEXP workers);
-RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP, SEXP workersSEXP) {
+SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVector outputs, Rcpp::CharacterVector devices, int threads, double collective_timeout, bool initialize, std::string cross_device_ops, int logical_per_gpu, bool tf32);
+RcppExport SEXP _mirrored_cpp_model_new(SEXP nodesSEXP, SEXP inputsSEXP, SEXP outputsSEXP, SEXP devicesSEXP, SEXP threadsSEXP, SEXP collective_timeoutSEXP, SEXP initializeSEXP, SEXP cross_device_opsSEXP, SEXP logical_per_gpuSEXP, SEXP tf32SEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -598,8 +576,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type cross_device_ops(cross_device_opsSEXP);
     Rcpp::traits::input_parameter< int >::type logical_per_gpu(logical_per_gpuSEXP);
     Rcpp::traits::input_parameter< bool >::type tf32(tf32SEXP);
-    Rcpp::traits::input_parameter< SEXP >::type workers(workersSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32, workers));
+    rcpp_result_gen = Rcpp::wrap(cpp_model_new(nodes, inputs, outputs, devices, threads, collective_timeout, initialize, cross_device_ops, logical_per_gpu, tf32));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -1081,91 +1058,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// cpp_workers_new
-SEXP cpp_workers_new(std::string cluster_json, Rcpp::CharacterVector env, int local_replicas, bool gpu, double timeout, std::string implementation);
-RcppExport SEXP _mirrored_cpp_workers_new(SEXP cluster_jsonSEXP, SEXP envSEXP, SEXP local_replicasSEXP, SEXP gpuSEXP, SEXP timeoutSEXP, SEXP implementationSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::string >::type cluster_json(cluster_jsonSEXP);
-    Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type env(envSEXP);
-    Rcpp::traits::input_parameter< int >::type local_replicas(local_replicasSEXP);
-    Rcpp::traits::input_parameter< bool >::type gpu(gpuSEXP);
-    Rcpp::traits::input_parameter< double >::type timeout(timeoutSEXP);
-    Rcpp::traits::input_parameter< std::string >::type implementation(implementationSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_workers_new(cluster_json, env, local_replicas, gpu, timeout, implementation));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_workers_info
-Rcpp::List cpp_workers_info(SEXP xp);
-RcppExport SEXP _mirrored_cpp_workers_info(SEXP xpSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_workers_info(xp));
-    return rcpp_result_gen;
-END_RCPP
-}
-// cpp_workers_chief_done
-void cpp_workers_chief_done(SEXP xp, std::string what);
-RcppExport SEXP _mirrored_cpp_workers_chief_done(SEXP xpSEXP, SEXP whatSEXP) {
-BEGIN_RCPP
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
-    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
-    cpp_workers_chief_done(xp, what);
-    return R_NilValue;
-END_RCPP
-}
-// cpp_workers_wait_for_chief
-void cpp_workers_wait_for_chief(SEXP xp, std::string what);
-RcppExport SEXP _mirrored_cpp_workers_wait_for_chief(SEXP xpSEXP, SEXP whatSEXP) {
-BEGIN_RCPP
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
-    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
-    cpp_workers_wait_for_chief(xp, what);
-    return R_NilValue;
-END_RCPP
-}
-// cpp_workers_close
-void cpp_workers_close(SEXP xp);
-RcppExport SEXP _mirrored_cpp_workers_close(SEXP xpSEXP) {
-BEGIN_RCPP
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
-    cpp_workers_close(xp);
-    return R_NilValue;
-END_RCPP
-}
-// cpp_workers_all_gather
-Rcpp::CharacterVector cpp_workers_all_gather(SEXP xp, std::string what, std::string mine);
-RcppExport SEXP _mirrored_cpp_workers_all_gather(SEXP xpSEXP, SEXP whatSEXP, SEXP mineSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
-    Rcpp::traits::input_parameter< std::string >::type what(whatSEXP);
-    Rcpp::traits::input_parameter< std::string >::type mine(mineSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_workers_all_gather(xp, what, mine));
-    return rcpp_result_gen;
-END_RCPP
-}
 
 static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_activation", (DL_FUNC) &_mirrored_cpp_activation, 7},
     {"_mirrored_cpp_built_with_cuda", (DL_FUNC) &_mirrored_cpp_built_with_cuda, 0},
     {"_mirrored_cpp_built_with_nccl", (DL_FUNC) &_mirrored_cpp_built_with_nccl, 0},
     {"_mirrored_cpp_built_with_cudnn", (DL_FUNC) &_mirrored_cpp_built_with_cudnn, 0},
-    {"_mirrored_cpp_built_with_gloo", (DL_FUNC) &_mirrored_cpp_built_with_gloo, 0},
     {"_mirrored_cpp_cuda_device_count", (DL_FUNC) &_mirrored_cpp_cuda_device_count, 0},
     {"_mirrored_cpp_cuda_devices", (DL_FUNC) &_mirrored_cpp_cuda_devices, 0},
     {"_mirrored_cpp_cuda_memory", (DL_FUNC) &_mirrored_cpp_cuda_memory, 1},
     {"_mirrored_cpp_cuda_link", (DL_FUNC) &_mirrored_cpp_cuda_link, 2},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
-    {"_mirrored_cpp_resolve_cluster", (DL_FUNC) &_mirrored_cpp_resolve_cluster, 2},
     {"_mirrored_cpp_model_set_bytes_per_pack", (DL_FUNC) &_mirrored_cpp_model_set_bytes_per_pack, 2},
     {"_mirrored_cpp_model_grad_buckets", (DL_FUNC) &_mirrored_cpp_model_grad_buckets, 1},
     {"_mirrored_cpp_model_set_cuda_graphs", (DL_FUNC) &_mirrored_cpp_model_set_cuda_graphs, 2},
@@ -1204,7 +1107,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_set_loss_scale_state", (DL_FUNC) &_mirrored_cpp_model_set_loss_scale_state, 3},
     {"_mirrored_cpp_model_precision_note", (DL_FUNC) &_mirrored_cpp_model_precision_note, 1},
     {"_mirrored_cpp_model_inject_nonfinite_gradient", (DL_FUNC) &_mirrored_cpp_model_inject_nonfinite_gradient, 3},
-    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 11},
+    {"_mirrored_cpp_model_new", (DL_FUNC) &_mirrored_cpp_model_new, 10},
     {"_mirrored_cpp_communicator_plan", (DL_FUNC) &_mirrored_cpp_communicator_plan, 3},
     {"_mirrored_cpp_model_communicator", (DL_FUNC) &_mirrored_cpp_model_communicator, 1},
     {"_mirrored_cpp_model_get_weights", (DL_FUNC) &_mirrored_cpp_model_get_weights, 2},
@@ -1243,12 +1146,6 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},
     {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 5},
-    {"_mirrored_cpp_workers_new", (DL_FUNC) &_mirrored_cpp_workers_new, 6},
-    {"_mirrored_cpp_workers_info", (DL_FUNC) &_mirrored_cpp_workers_info, 1},
-    {"_mirrored_cpp_workers_chief_done", (DL_FUNC) &_mirrored_cpp_workers_chief_done, 2},
-    {"_mirrored_cpp_workers_wait_for_chief", (DL_FUNC) &_mirrored_cpp_workers_wait_for_chief, 2},
-    {"_mirrored_cpp_workers_close", (DL_FUNC) &_mirrored_cpp_workers_close, 1},
-    {"_mirrored_cpp_workers_all_gather", (DL_FUNC) &_mirrored_cpp_workers_all_gather, 3},
     {NULL, NULL, 0}
 };
 
