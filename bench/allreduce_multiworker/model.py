@@ -93,6 +93,19 @@ def cpu_step(benchmarks_md):
     return float(ms.group(1)), float(ceiling.group(1)), date.group(1) if date else "?"
 
 
+def flop_model_us(repo):
+    """The convnet's t1 in tools/scaling-model.py's flop model (None when it is missing)."""
+    import importlib.util
+    path = os.path.join(repo, "tools", "scaling-model.py")
+    if not os.path.exists(path):
+        return None
+    spec = importlib.util.spec_from_file_location("scaling_model", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    convnet = next((m for name, m in mod.MODELS.items() if "convnet" in name), None)
+    return mod.single_gpu_us(convnet) if convnet else None
+
+
 def allreduce_us(nbytes, n, latency_us, busbw):
     return latency_us + 2 * (n - 1) / n * nbytes / (busbw * 1e9) * 1e6
 
@@ -119,6 +132,7 @@ def section(repo, benchmarks_md):
     count_src = ("count_params() of the model built with the installed package agrees"
                  if from_r is not None else "from the architecture (R check not run: no installed package)")
     back = p["backward_share"] * t1
+    flop_t1 = flop_model_us(repo)
     lines = [
         "",
         "### Modelled scaling of the convnet over nodes — MODEL, NOT MEASURED",
@@ -132,8 +146,8 @@ def section(repo, benchmarks_md):
         f"the cnn_cpu section ({cpu_ms:.3f} ms, {cpu_date}) x (2-core FMA ceiling {cpu_gflops:.1f} "
         f"GFLOP/s / H100 SXM FP32 peak {p['gpu_fp32_tflops']:.0f} TFLOP/s), i.e. the assumption "
         "that the GPU reaches the same share of its FP32 peak as 2 CPU cores do of theirs "
-        "(docs/gpu-runs.md has no measured GPU step yet; tools/scaling-model.py's flop model "
-        "gives 109.9 µs, close to it);",
+        "(docs/gpu-runs.md has no measured GPU step yet"
+        + (f"; tools/scaling-model.py's flop model gives {flop_t1:.1f} µs);" if flop_t1 else ");"),
         f"- all-reduce of S bytes on n GPUs: latency + 2(n-1)/n x S / busbw, with busbw = "
         f"{p['internode_busbw_GBps']:.0f} GB/s (8 x 400 Gb/s NDR InfiniBand per node; a ring "
         "over several nodes is limited by the NICs, not by NVLink) and latency = "
