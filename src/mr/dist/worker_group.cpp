@@ -81,7 +81,21 @@ WorkerGroup::WorkerGroup(ClusterSpec spec, const WorkerGroupOptions& options)
   store_ = std::make_unique<StoreClient>(spec_.chief.host, spec_.chief.port,
                                          options_.rendezvous_timeout, who_main(rank()));
   store_->set_request_timeout(kRequestSeconds);
-  rendezvous();
+  try {
+    rendezvous();
+  } catch (...) {
+    // The others learn why through the store's error key, polled every
+    // ~100 ms while they wait: the chief's store outlives the failure a
+    // moment so that they read it instead of losing the store.
+    if (server_) {
+      try {
+        std::lock_guard<std::mutex> lock(store_mu_);
+        if (store_->check({"error"})) std::this_thread::sleep_for(std::chrono::seconds(1));
+      } catch (...) {
+      }
+    }
+    throw;
+  }
   start_heartbeat();
 }
 
