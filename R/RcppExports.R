@@ -85,6 +85,10 @@ cpp_dataset_skip <- function(ds, count) {
     .Call(`_mirrored_cpp_dataset_skip`, ds, count)
 }
 
+cpp_dataset_shard <- function(ds, num_shards, index) {
+    .Call(`_mirrored_cpp_dataset_shard`, ds, num_shards, index)
+}
+
 cpp_dataset_cache <- function(ds, filename) {
     .Call(`_mirrored_cpp_dataset_cache`, ds, filename)
 }

@@ -111,6 +111,38 @@ dataset_skip <- function(dataset, count) {
   derive_dataset(dataset, with_core(cpp_dataset_skip(dataset$ptr, check_count(count))))
 }
 
+#' Shard a dataset
+#'
+#' Keeps the elements at positions `index`, `index + num_shards`,
+#' `index + 2 * num_shards`, ... (counting from 0, as `tf.data`'s `shard()`).
+#' In a [multi_worker_mirrored_strategy()] job, worker `i` of `n` reads shard
+#' `i`: each worker then batches its own rows, and a step's global batch is
+#' the sum of the workers' batches (so give [dataset_batch()] the global batch
+#' divided by the number of workers). The workers say how many rows they have
+#' at every step, so shards of different lengths end the epoch together:
+#' a worker whose shard ended joins the remaining steps with no rows.
+#'
+#' @inheritParams dataset_batch
+#' @param num_shards The number of shards (e.g.
+#'   `strategy$cluster_resolver$num_workers`).
+#' @param index This shard, from 0 to `num_shards - 1` (e.g.
+#'   `strategy$cluster_resolver$task_id` of a cluster without a chief entry).
+#' @return A dataset.
+#' @family dataset transforms
+#' @examples
+#' ds <- tensor_slices_dataset(1:10)
+#' ds |> dataset_shard(3, 1) |> dataset_collect() |> unlist()
+#' @export
+dataset_shard <- function(dataset, num_shards, index) {
+  check_dataset(dataset)
+  num_shards <- check_int(num_shards, "num_shards", min = 1)
+  index <- check_int(index, "index", min = 0)
+  if (index >= num_shards) {
+    abort_value("{.arg index} must be smaller than {.arg num_shards} ({num_shards}), not {index}.")
+  }
+  derive_dataset(dataset, with_core(cpp_dataset_shard(dataset$ptr, num_shards, index)))
+}
+
 #' Cache the elements of a dataset
 #'
 #' The first complete pass over the dataset records its elements; later

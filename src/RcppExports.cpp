@@ -252,6 +252,19 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_dataset_shard
+SEXP cpp_dataset_shard(SEXP ds, double num_shards, double index);
+RcppExport SEXP _mirrored_cpp_dataset_shard(SEXP dsSEXP, SEXP num_shardsSEXP, SEXP indexSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type num_shards(num_shardsSEXP);
+    Rcpp::traits::input_parameter< double >::type index(indexSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_shard(ds, num_shards, index));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_dataset_cache
 SEXP cpp_dataset_cache(SEXP ds, std::string filename);
 RcppExport SEXP _mirrored_cpp_dataset_cache(SEXP dsSEXP, SEXP filenameSEXP) {
@@ -1176,6 +1189,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_repeat", (DL_FUNC) &_mirrored_cpp_dataset_repeat, 2},
     {"_mirrored_cpp_dataset_take", (DL_FUNC) &_mirrored_cpp_dataset_take, 2},
     {"_mirrored_cpp_dataset_skip", (DL_FUNC) &_mirrored_cpp_dataset_skip, 2},
+    {"_mirrored_cpp_dataset_shard", (DL_FUNC) &_mirrored_cpp_dataset_shard, 3},
     {"_mirrored_cpp_dataset_cache", (DL_FUNC) &_mirrored_cpp_dataset_cache, 2},
     {"_mirrored_cpp_dataset_prefetch", (DL_FUNC) &_mirrored_cpp_dataset_prefetch, 2},
     {"_mirrored_cpp_dataset_map_r", (DL_FUNC) &_mirrored_cpp_dataset_map_r, 3},

@@ -240,3 +240,50 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   for (r in again) expect_lt(rel_diff(r$value, whole[[1]]$value), 1e-5)
   expect_identical(again[[1]]$value, again[[2]]$value)
 })
+
+shard_body <- function(p, index) {
+  strategy <- multi_worker_mirrored_strategy(devices = p$devices[[index + 1L]], timeout = p$timeout)
+  set.seed(21)
+  x <- matrix(rnorm(p$rows * 5), p$rows)
+  y <- matrix(rnorm(p$rows * 2), p$rows)
+  set_random_seed(4)
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 5) |> layer_dense(7, activation = "tanh") |> layer_dense(2)
+    model |> compile(optimizer = optimizer_sgd(0.05), loss = "mse", metrics = "mae")
+  })
+  ds <- tensor_slices_dataset(list(x, y))
+  if (p$shard) {
+    ds <- ds |> dataset_shard(2, index)
+    if (!is.null(p$take)) ds <- ds |> dataset_take(p$take[[index + 1L]])
+  }
+  h <- model |> fit(ds |> dataset_batch(p$batch), epochs = p$epochs, verbose = 0)
+  list(weights = get_weights(model), loss = h$metrics$loss, iterations = model$optimizer$iterations)
+}
+
+test_that("workers batching their own shards train as one replica on the concatenated batch", {
+  skip_if_no_workers()
+  p <- list(devices = list("/cpu:0", c("/cpu:0", "/cpu:1")), rows = 41, batch = 8, epochs = 2,
+            timeout = 60, shard = TRUE)
+  res <- run_workers(shard_body, p, 2)
+  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  ref <- suppressMessages(shard_body(modifyList(p, list(shard = FALSE, batch = 16, devices = list("/cpu:0"))), 0L))
+  for (r in res) {
+    expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
+    expect_equal(r$value$loss, ref$loss, tolerance = 1e-5)
+  }
+  expect_identical(res[[1]]$value$weights, res[[2]]$value$weights)
+})
+
+test_that("shards of different lengths end the epoch together", {
+  skip_if_no_workers()
+  # Worker 0: 20 rows (3 batches of 8, 8, 4); worker 1: 9 rows (2 batches).
+  p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 40, batch = 8, epochs = 2, timeout = 30,
+            shard = TRUE, take = list(20, 9))
+  res <- run_workers(shard_body, p, 2, timeout = 90)
+  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  expect_identical(res[[1]]$value$weights, res[[2]]$value$weights)
+  for (r in res) {
+    expect_equal(as.numeric(r$value$iterations), 6)  # 3 steps per epoch on both
+    expect_true(all(is.finite(r$value$loss)))
+  }
+})

@@ -37,6 +37,8 @@ class BatchSource {
   virtual bool next(HostBatch& batch) = 0;
   // Batches in one pass, or -1 when unknown.
   virtual int64_t batches() const = 0;
+  // i16: the data is this worker's shard (Dataset::sharded()).
+  virtual bool sharded() const { return false; }
 };
 
 // Where sources put the batches they hand out (their staging area). The CPU

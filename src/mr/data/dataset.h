@@ -46,6 +46,9 @@ class Dataset {
   virtual bool needs_caller_thread() const {
     return input() != nullptr && input()->needs_caller_thread();
   }
+  // i16: whether a shard() of a multi-worker job's data is in the chain:
+  // each worker then batches its own rows (train/loop.cpp).
+  virtual bool sharded() const { return input() != nullptr && input()->sharded(); }
   // Bytes this node holds itself (a source's arrays, a filled memory cache).
   virtual int64_t memory_bytes() const { return 0; }
   // Adds the definition of this node and its inputs (not its pass state).

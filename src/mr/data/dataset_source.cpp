@@ -86,6 +86,8 @@ bool DatasetSource::next(HostBatch& batch) {
   return true;
 }
 
+bool DatasetSource::sharded() const { return dataset_->sharded(); }
+
 int64_t DatasetSource::batches() const {
   const int64_t n = dataset_->cardinality();
   return n >= 0 ? n : -1;

@@ -27,6 +27,7 @@ class DatasetSource final : public BatchSource {
   void reset(int64_t epoch) override;
   bool next(HostBatch& batch) override;
   int64_t batches() const override;
+  bool sharded() const override;
   // Components per element seen in the last batch.
   size_t components() const { return components_; }
   // How errors name the data: `arg` is the user's argument ("x",

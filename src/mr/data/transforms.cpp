@@ -334,7 +334,51 @@ class SkipDataset final : public Unary {
   int64_t count_;
 };
 
+// ---- shard (i16) -------------------------------------------------------------
+
+class ShardIterator final : public Iterator {
+ public:
+  ShardIterator(std::unique_ptr<Iterator> in, int64_t n, int64_t index)
+      : in_(std::move(in)), n_(n), index_(index) {}
+  bool next(Element& out) override {
+    while (in_->next(out))
+      if (pos_++ % n_ == index_) return true;
+    return false;
+  }
+
+ private:
+  std::unique_ptr<Iterator> in_;
+  int64_t n_, index_, pos_ = 0;
+};
+
+class ShardDataset final : public Unary {
+ public:
+  ShardDataset(DatasetPtr in, int64_t n, int64_t index) : Unary(std::move(in)), n_(n), index_(index) {
+    MR_CHECK(n_ >= 1, value, "`num_shards` must be >= 1, got ", n_);
+    MR_CHECK(index_ >= 0 && index_ < n_, value, "`index` must be in [0, ", n_, "), got ", index_);
+  }
+  std::unique_ptr<Iterator> iterate(uint64_t key) const override {
+    return std::make_unique<ShardIterator>(input_->iterate(key), n_, index_);
+  }
+  int64_t cardinality() const override {
+    const int64_t c = input_->cardinality();
+    if (c < 0) return c;  // infinite or unknown
+    return c / n_ + (index_ < c % n_ ? 1 : 0);
+  }
+  std::string label() const override {
+    return "shard(num_shards = " + std::to_string(n_) + ", index = " + std::to_string(index_) + ")";
+  }
+  bool sharded() const override { return true; }
+
+ private:
+  int64_t n_, index_;
+};
+
 }  // namespace
+
+DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index) {
+  return std::make_shared<ShardDataset>(std::move(input), num_shards, index);
+}
 
 DatasetPtr make_batch(DatasetPtr input, int64_t batch_size, bool drop_remainder) {
   return std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder);

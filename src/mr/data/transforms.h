@@ -32,4 +32,9 @@ DatasetPtr make_take(DatasetPtr input, int64_t count);
 // All but the first `count` elements (-1: skip everything).
 DatasetPtr make_skip(DatasetPtr input, int64_t count);
 
+// i16: tf.data's shard(): the elements at positions index, index +
+// num_shards, index + 2 num_shards, ... of each pass (0 <= index <
+// num_shards). A multi-worker job's worker i reads shard i of the data.
+DatasetPtr make_shard(DatasetPtr input, int64_t num_shards, int64_t index);
+
 }  // namespace mr

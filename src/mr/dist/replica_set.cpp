@@ -146,14 +146,14 @@ void ReplicaSet::check_fault(int rank, int64_t step) const {
 }
 
 void ReplicaSet::slice(int64_t rows, int rank, bool local, int64_t& begin, int64_t& count) const {
-  if (local || !group_)
+  if (local || !group_ || shard_)
     replica_slice(rows, size(), rank, begin, count);
   else
     replica_slice(rows, global_size_, global_rank(rank), begin, count);
 }
 
 int64_t ReplicaSet::local_rows(int64_t rows) const {
-  if (!group_) return rows;
+  if (!group_ || shard_) return rows;
   int64_t total = 0, begin = 0, count = 0;
   for (int r = 0; r < size(); ++r) {
     replica_slice(rows, global_size_, global_rank(r), begin, count);

@@ -94,11 +94,28 @@ class ReplicaSet {
   void slice(int64_t rows, int rank, bool local, int64_t& begin, int64_t& count) const;
   // The rows of a global batch that this process's replicas take.
   int64_t local_rows(int64_t rows) const;
+  // A sharded step (each worker holds only its own rows of the global
+  // batch): this worker's rows start at global row `offset` of a global
+  // batch of `global_rows`; slice() then splits the local batch over the
+  // local replicas. Cleared by clear_shard().
+  void set_shard(int64_t offset, int64_t global_rows) {
+    shard_ = true;
+    shard_offset_ = offset;
+    shard_rows_ = global_rows;
+  }
+  void clear_shard() { shard_ = false; }
+  bool sharded() const { return shard_; }
+  // The global batch size of a step on a batch of `rows` (local rows when
+  // sharded), and the global index of local row `begin`.
+  int64_t global_rows(int64_t rows) const { return shard_ ? shard_rows_ : rows; }
+  int64_t global_row(int64_t begin) const { return shard_ ? shard_offset_ + begin : begin; }
 
  private:
   std::shared_ptr<WorkerGroup> group_;
   int first_global_ = 0;
   int global_size_ = 0;
+  bool shard_ = false;
+  int64_t shard_offset_ = 0, shard_rows_ = 0;
   std::vector<DeviceSpec> devices_;
   std::unique_ptr<Communicator> comm_;
   std::string comm_note_;

@@ -215,10 +215,65 @@ LoopResult run_resident_steps(Model& model, ArraySource& source, int64_t max_bat
   return cycle.finish();
 }
 
+// ---- i16: each worker batches its own shard of the data ----
+// Every step the workers exchange their batch sizes (between steps): the
+// global batch is their sum, each worker's rows start after the previous
+// workers' (so dropout keys and the loss's global mean are those of one
+// device on the concatenated batch), and a worker whose shard ended joins
+// with no rows until every shard has ended: shards of different lengths end
+// the epoch together instead of hanging.
+LoopResult run_sharded_steps(Model& model, BatchSource& source, int64_t max_batches,
+                             LoopHooks& hooks, bool train) {
+  struct EndShard {
+    Model& m;
+    ~EndShard() { m.end_shard(); }
+  } end_shard{model};
+  StepCycle cycle(model, hooks, train);
+  HostBatch cur, next, shape;
+  bool mine = max_batches != 0 && cycle.draw([&] { return source.next(cur); });
+  bool have_shape = mine;
+  if (mine) shape = cur;
+  int64_t total = max_batches != 0 ? model.share_rows(mine ? cur.rows : 0) : 0;
+  while (total > 0) {
+    if (!mine) {
+      // The parts' widths of an earlier batch, with no rows.
+      MR_CHECK(have_shape, value,
+               "this worker's shard of the dataset is empty while the others' are not; give "
+               "every worker at least one batch");
+      cur = shape;
+      cur.rows = 0;
+    }
+    cycle.begin();
+    if (train)
+      model.start_train_step(cur);
+    else
+      model.start_eval_step(cur);
+    bool next_mine = false;
+    const bool go_on = cycle.end([&] {
+      next_mine = mine && (max_batches < 0 || cycle.batches() + 1 < max_batches) &&
+                  source.next(next);
+      return true;
+    });
+    if (!go_on) break;
+    if (max_batches >= 0 && cycle.batches() >= max_batches) break;
+    if (next_mine) {
+      std::swap(cur, next);
+      if (!have_shape) shape = cur;
+      have_shape = true;
+    }
+    mine = next_mine;
+    total = model.share_rows(mine ? cur.rows : 0);
+  }
+  return cycle.finish();
+}
+
 // i14-devinput: in-memory arrays resident on the device, else batches staged
 // ahead on the copy lane, else uploads from the host.
 LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                      bool train) {
+  // i16: a multi-worker job's shards go through the host.
+  if (model.workers() && source.sharded())
+    return run_sharded_steps(model, source, max_batches, hooks, train);
   auto* arrays = dynamic_cast<ArraySource*>(&source);
   bool resident = false;
   if (arrays != nullptr) {

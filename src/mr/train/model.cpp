@@ -1,12 +1,11 @@
 #include "train/model.h"
 
-#include "dist/worker_group.h"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/error.h"
+#include "dist/worker_group.h"  // i16
 #include "nn/traced_objective.h"  // i15-users
 #include "train/frozen.h"
 #include "train/param_ranges.h"
@@ -246,7 +245,9 @@ std::vector<int64_t> Model::target_widths(const HostBatch& batch) const {
 void Model::start_train_step(const HostBatch& batch) {
   MR_CHECK(compiled_, value, "the model must be compiled before training");
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
-  MR_CHECK(batch.rows > 0, value, "empty batch");
+  // i16: a worker whose shard ended still joins the step with no rows, so
+  // that the others' collectives complete.
+  MR_CHECK(batch.rows > 0 || replicas_.sharded(), value, "empty batch");
   check_batch(batch, true);
   step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
   step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
@@ -357,6 +358,33 @@ void Model::reset_metrics() {
     return;
   }
   state_.reset_metrics();
+}
+
+int64_t Model::share_rows(int64_t rows) {
+  const std::shared_ptr<WorkerGroup>& w = replicas_.workers();
+  if (!w) {
+    replicas_.set_shard(0, rows);
+    return rows;
+  }
+  std::vector<int64_t> all(static_cast<size_t>(w->size()));
+  ProcessGroup* g = w->group();
+  if (g != nullptr) {
+    try {
+      g->all_gather(&rows, sizeof(rows), all.data());
+    } catch (const Error& e) {
+      w->rethrow(e, "exchanging the workers' batch sizes");
+    }
+  } else {
+    const std::vector<std::string> t = w->all_gather_text("rows", std::to_string(rows));
+    for (size_t i = 0; i < t.size(); ++i) all[i] = std::stoll(t[i]);
+  }
+  int64_t offset = 0, total = 0;
+  for (int i = 0; i < w->size(); ++i) {
+    if (i < w->rank()) offset += all[static_cast<size_t>(i)];
+    total += all[static_cast<size_t>(i)];
+  }
+  replicas_.set_shard(offset, total);
+  return total;
 }
 
 std::vector<double> Model::read_metrics(bool across_workers) const {

@@ -126,6 +126,13 @@ class Model {
   std::vector<std::thread::id> replica_threads() const { return replicas_.threads(); }
   std::vector<const void*> replica_param_buffers() const;
   const Backend& replica_backend(int rank) const { return replicas_.backend(rank); }
+  // i16: a step on this worker's shard of `rows` rows: every worker says
+  // how many rows it has (a collective, between steps), this worker's rows
+  // start after those of the workers before it, and the global batch is
+  // their sum, which is returned (0: every shard has ended). The split holds
+  // until end_shard().
+  int64_t share_rows(int64_t rows);
+  void end_shard() { replicas_.clear_shard(); }
   // i16: the job's workers (null for a process alone) and the global count.
   const std::shared_ptr<WorkerGroup>& workers() const { return replicas_.workers(); }
   int global_replicas() const { return replicas_.global_size(); }

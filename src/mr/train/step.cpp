@@ -231,7 +231,7 @@ Executor::Pass Step::pass(int rank, int64_t begin, int64_t count, int64_t global
   Executor::Pass p;
   p.rows = count;
   p.global_rows = global_rows;
-  p.row_offset = begin;
+  p.row_offset = replicas_.global_row(begin);  // i16: a worker's shard starts later
   p.training = scalars != nullptr;
   p.scalars = scalars;
   p.params = state_.params(rank);
@@ -313,7 +313,7 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
 }
 
 void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration) {
-  const int64_t global_rows = batch.rows;
+  const int64_t global_rows = replicas_.global_rows(batch.rows);  // i16: sharded steps
   // This step's values, written once to each replica's device block; every
   // op of the step reads them there.
   StepScalars scalars = step_scalars(config.optimizer, iteration);
@@ -353,7 +353,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
       // ones too (replica 0 alone: every replica's is the same); their
       // gradient is added by the update pipeline's hook (Step::Step) on the
       // steps that apply, after the all-reduce.
-      if (r == 0)
+      if (replicas_.global_rank(r) == 0)  // i16: once per job
         rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
       // Accumulation, all-reduce, regularization gradients, clipping, the
       // update, constraints, EMA (train/update.h).
@@ -364,14 +364,14 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
 }
 
 void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
-  const int64_t global_rows = batch.rows;
+  const int64_t global_rows = replicas_.global_rows(batch.rows);
   set_batch_params(batch, config);
   replicas_.post([this, &batch, &config, global_rows](int r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     const auto [begin, count] = stage(r, batch, true);
     double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
     // Keras' evaluation loss includes the regularization losses too.
-    if (r == 0)
+    if (replicas_.global_rank(r) == 0)  // i16: once per job
       rep.reg->weight_penalty(state_.params(r), reg_sum, static_cast<double>(global_rows));
     if (count > 0) {
       const Executor::Pass ps = pass(r, begin, count, global_rows, nullptr);
