@@ -252,7 +252,8 @@ SEXP cpp_dataset_skip(SEXP ds, double count) {
 // [[Rcpp::export]]
 SEXP cpp_dataset_shard(SEXP ds, double num_shards, double index) {
   return guarded([&] {
-    return wrap(mr::make_shard(get(ds), static_cast<int64_t>(num_shards), static_cast<int64_t>(index)));
+    return wrap(
+        mr::make_shard(get(ds), static_cast<int64_t>(num_shards), static_cast<int64_t>(index)));
   });
 }
 

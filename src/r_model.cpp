@@ -8,13 +8,13 @@
 #include <sstream>
 #include <thread>
 
+#include "dist/worker_group.h"  // i16
 #include "nn/graph.h"
 #include "nn/layers/registry.h"
 #include "nn/traced_graph.h"  // i15-users
 #include "r_glue.h"
 #include "r_mixed_precision.h"
 #include "r_optimizer.h"
-#include "dist/worker_group.h"  // i16
 #include "train/model.h"
 
 using mr_glue::guarded;

@@ -353,7 +353,8 @@ class ShardIterator final : public Iterator {
 
 class ShardDataset final : public Unary {
  public:
-  ShardDataset(DatasetPtr in, int64_t n, int64_t index) : Unary(std::move(in)), n_(n), index_(index) {
+  ShardDataset(DatasetPtr in, int64_t n, int64_t index)
+      : Unary(std::move(in)), n_(n), index_(index) {
     MR_CHECK(n_ >= 1, value, "`num_shards` must be >= 1, got ", n_);
     MR_CHECK(index_ >= 0 && index_ < n_, value, "`index` must be in [0, ", n_, "), got ", index_);
   }

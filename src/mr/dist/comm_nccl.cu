@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 
 #include <cstring>
-
 #include <string>
 #include <vector>
 
@@ -137,8 +136,9 @@ class NcclCommunicator final : public Communicator {
       MR_NCCL_CALL(ncclGroupStart(), ordinals_.front());
       for (int i = 0; i < n; ++i) {
         use_device(ordinals_[static_cast<size_t>(i)]);
-        MR_NCCL_CALL(ncclCommInitRank(&comms[static_cast<size_t>(i)], nranks_, uid, first_rank_ + i),
-                     ordinals_[static_cast<size_t>(i)]);
+        MR_NCCL_CALL(
+            ncclCommInitRank(&comms[static_cast<size_t>(i)], nranks_, uid, first_rank_ + i),
+            ordinals_[static_cast<size_t>(i)]);
       }
       MR_NCCL_CALL(ncclGroupEnd(), ordinals_.front());
     }

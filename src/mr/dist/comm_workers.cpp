@@ -34,8 +34,8 @@ class WorkerCommunicator final : public Communicator {
 
   int size() const override { return local_->size(); }
   std::string name() const override {
-    std::string s = workers_->engine_name() + " across " + std::to_string(workers_->size()) +
-                    " workers";
+    std::string s =
+        workers_->engine_name() + " across " + std::to_string(workers_->size()) + " workers";
     if (local_->size() > 1) s += ", " + local_->name() + " within each";
     return s;
   }
@@ -139,8 +139,8 @@ class WatchedCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_worker_communicator(const std::vector<DeviceSpec>& devices,
-                                                       const PlacementOptions& options,
-                                                       int64_t seq, std::string* note) {
+                                                       const PlacementOptions& options, int64_t seq,
+                                                       std::string* note) {
   const std::shared_ptr<WorkerGroup>& workers = options.workers;
   MR_CHECK(workers != nullptr, internal, "make_worker_communicator without workers");
   if (note != nullptr) note->clear();

@@ -129,8 +129,8 @@ struct PlacementOptions;
 // other workers, then broadcasts to the rest. `seq`: the model's sequence
 // number in the job (the key of its NCCL id).
 std::unique_ptr<Communicator> make_worker_communicator(const std::vector<DeviceSpec>& devices,
-                                                       const PlacementOptions& options,
-                                                       int64_t seq, std::string* note);
+                                                       const PlacementOptions& options, int64_t seq,
+                                                       std::string* note);
 // NCCL over `nranks` GPUs of several processes: this process's GPUs
 // `ordinals` are ranks first_rank.. of the communicator whose unique id
 // (ncclUniqueId's bytes) `id` is. Error(device) without NCCL.

@@ -6,8 +6,6 @@
 // training step all-reduces the same gradient ranges every time, so prepared
 // options are kept per (buffer, length, type) and reused: after the first
 // step no collective allocates (DESIGN.md, "nothing allocates inside a step").
-#include "dist/process_group.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -17,6 +15,7 @@
 
 #include "build_config.h"
 #include "core/error.h"
+#include "dist/process_group.h"
 #include "dist/tcp_store.h"
 
 #if MR_WITH_GLOO
@@ -178,12 +177,12 @@ class GlooGroup final : public ProcessGroup {
     } catch (const gloo::Exception& e) {
       const std::string msg = e.what();
       broken_ = std::string(what) + ": " + msg;
-      const bool timed_out = msg.find("Timed out") != std::string::npos ||
-                             msg.find("timed out") != std::string::npos;
+      const bool timed_out =
+          msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
       fail(timed_out ? ErrorKind::timeout : ErrorKind::worker, "the ", what,
            " between workers failed",
-           timed_out ? " (deadline " + std::to_string(timeout_.count() / 1000.0) + " s)" : "",
-           ": ", msg);
+           timed_out ? " (deadline " + std::to_string(timeout_.count() / 1000.0) + " s)" : "", ": ",
+           msg);
     }
   }
 

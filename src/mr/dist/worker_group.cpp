@@ -194,9 +194,10 @@ void WorkerGroup::rendezvous() {
   // the same error.
   for (int i = 1; i < n; ++i)
     if (infos_[static_cast<size_t>(i)].gpu != infos_[0].gpu)
-      fail(ErrorKind::value, "the workers' replicas must all be GPUs or all CPUs: ",
-           spec_.describe(0), " has ", infos_[0].gpu ? "GPUs" : "CPUs", " and ",
-           spec_.describe(i), " ", infos_[static_cast<size_t>(i)].gpu ? "GPUs" : "CPUs");
+      fail(ErrorKind::value,
+           "the workers' replicas must all be GPUs or all CPUs: ", spec_.describe(0), " has ",
+           infos_[0].gpu ? "GPUs" : "CPUs", " and ", spec_.describe(i), " ",
+           infos_[static_cast<size_t>(i)].gpu ? "GPUs" : "CPUs");
   auto all = [&](bool WorkerInfo::*flag) {
     return std::all_of(infos_.begin(), infos_.end(), [&](const WorkerInfo& w) { return w.*flag; });
   };
@@ -253,15 +254,13 @@ std::vector<std::string> WorkerGroup::all_gather_text(const std::string& what,
                                                       const std::string& mine) {
   std::lock_guard<std::mutex> lock(store_mu_);
   MR_CHECK(!left_, worker, "this worker has left its job");
-  const std::string base =
-      "text/" + what + "/" + std::to_string(++exchanges_[what]) + "/";
+  const std::string base = "text/" + what + "/" + std::to_string(++exchanges_[what]) + "/";
   store_->set(base + std::to_string(rank()), bytes_of(mine));
   std::vector<std::string> keys;
   for (int i = 0; i < size(); ++i) keys.push_back(base + std::to_string(i));
-  store_->wait(keys, options_.timeout, "exchanging " + what + " between the workers",
-               [&](const std::string& key) {
-                 return spec_.describe(std::stoi(key.substr(base.size())));
-               });
+  store_->wait(
+      keys, options_.timeout, "exchanging " + what + " between the workers",
+      [&](const std::string& key) { return spec_.describe(std::stoi(key.substr(base.size()))); });
   std::vector<std::string> all;
   for (const std::string& k : keys) all.push_back(string_of(store_->get(k, kRequestSeconds)));
   return all;
@@ -321,10 +320,9 @@ void WorkerGroup::all_reduce_host(double* buf, int64_t n) {
   store_->set(base + std::to_string(rank()), mine);
   std::vector<std::string> keys;
   for (int i = 0; i < size(); ++i) keys.push_back(base + std::to_string(i));
-  store_->wait(keys, options_.timeout, "summing the metrics over the workers",
-               [&](const std::string& key) {
-                 return spec_.describe(std::stoi(key.substr(base.size())));
-               });
+  store_->wait(
+      keys, options_.timeout, "summing the metrics over the workers",
+      [&](const std::string& key) { return spec_.describe(std::stoi(key.substr(base.size()))); });
   std::vector<double> sum(static_cast<size_t>(n), 0.0), part(static_cast<size_t>(n));
   for (const std::string& k : keys) {
     const std::vector<char> v = store_->get(k, kRequestSeconds);
@@ -384,8 +382,9 @@ std::string WorkerGroup::diagnose() {
       }
     }
   } catch (const Error&) {
-    return spec_.is_chief() ? "" : spec_.describe(0) +
-                                       " cannot be reached (it died, or the network to it failed)";
+    return spec_.is_chief()
+               ? ""
+               : spec_.describe(0) + " cannot be reached (it died, or the network to it failed)";
   }
   std::string out;
   if (!dead.empty()) out = dead + (dead.find(", ") != std::string::npos ? " died" : " died");

@@ -37,9 +37,9 @@ class Communicator;
 
 struct WorkerGroupOptions {
   int local_replicas = 1;
-  bool gpu = false;                // the replicas are GPUs (else CPUs)
-  double timeout = 300;            // the collectives' deadline (seconds)
-  double rendezvous_timeout = 300; // how long a worker waits for the others
+  bool gpu = false;                     // the replicas are GPUs (else CPUs)
+  double timeout = 300;                 // the collectives' deadline (seconds)
+  double rendezvous_timeout = 300;      // how long a worker waits for the others
   std::string implementation = "auto";  // "auto", "ring" (Gloo) or "nccl"
 };
 

@@ -103,7 +103,7 @@ GradBuckets::~GradBuckets() = default;
 
 void GradBuckets::prepare(const std::vector<ParamRange>& trainable, int64_t bytes_per_pack) {
   plan_ = replicas_.global_size() > 1 ? plan_grad_buckets(graph_, trainable, bytes_per_pack)
-                               : std::vector<GradBucket>{};
+                                      : std::vector<GradBucket>{};
   for (auto& rep : reps_) {
     rep->armed = false;
     rep->order.clear();

@@ -250,8 +250,8 @@ LoopResult run_sharded_steps(Model& model, BatchSource& source, int64_t max_batc
       model.start_eval_step(cur);
     bool next_mine = false;
     const bool go_on = cycle.end([&] {
-      next_mine = mine && (max_batches < 0 || cycle.batches() + 1 < max_batches) &&
-                  source.next(next);
+      next_mine =
+          mine && (max_batches < 0 || cycle.batches() + 1 < max_batches) && source.next(next);
       return true;
     });
     if (!go_on) break;

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "dist/worker_group.h"  // i16
+#include "dist/worker_group.h"    // i16
 #include "nn/traced_objective.h"  // i15-users
 #include "train/frozen.h"
 #include "train/param_ranges.h"
@@ -43,7 +43,8 @@ const Graph& checked(const std::shared_ptr<const Graph>& g) {
 
 // i16: in a multi-worker job the workers compare their models before any
 // step: the layers with their output shapes, and every variable.
-PlacementOptions with_model(const PlacementOptions& options, const std::shared_ptr<const Graph>& g) {
+PlacementOptions with_model(const PlacementOptions& options,
+                            const std::shared_ptr<const Graph>& g) {
   PlacementOptions o = options;
   if (!o.workers) return o;
   const Graph& graph = checked(g);

@@ -136,7 +136,7 @@ void UpdatePipeline::run(int rank, const OptimizerConfig& c, int64_t iteration,
     // finished and joined, else one fused pass.
     if (bucketed) {
       buckets_.finish(rank);
-    } else if (replicas_.global_size() > 1) {  // i16: other workers too
+    } else if (replicas_.global_size() > 1) {                // i16: other workers too
       ScopedPhase wait(clock_, rank, StepPhase::allreduce);  // i14-monitor
       for (const ParamRange& r : ranges_)
         replicas_.comm().all_reduce_sum(rank, be, g + r.offset, r.size);

@@ -1,0 +1,171 @@
+// The multi-worker NCCL path (issue 16): a job's GPUs joined by one NCCL
+// communicator through ncclCommInitRank, its unique id handed out by the
+// chief's store. One process with one GPU runs it as a job of one worker on
+// a GPU machine; two ranks need two processes with a GPU each, which this
+// file runs by starting a second copy of the test binary when the machine has
+// two GPUs, and otherwise says that it was skipped. On CPU-only builds and
+// machines both skip.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/device_info.h"
+#include "core/rng.h"
+#include "dist/cluster_spec.h"
+#include "dist/worker_group.h"
+#include "tests/graphs.h"
+#include "tests/test_util.h"
+#include "train/model.h"
+
+namespace mr {
+namespace {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  close(fd);
+  return port;
+}
+
+ClusterSpec loopback_cluster(const std::vector<int>& ports, int index) {
+  const Environment env;
+  std::string workers;
+  for (int p : ports)
+    workers +=
+        (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
+  const std::string json =
+      "{\"cluster\": {\"worker\": [" + workers +
+      "]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) + "}}";
+  return *resolve_cluster(json, env);
+}
+
+// 5 Adam steps of the vignette's model on batches of 64 (the last 37 rows)
+// on one GPU of a job (or, without workers, alone).
+std::vector<float> train5(DeviceSpec dev, const std::shared_ptr<WorkerGroup>& workers,
+                          std::string* comm = nullptr) {
+  PlacementOptions o;
+  o.workers = workers;
+  Model m(vignette_mlp(11, 0.2, 5), {dev}, o);
+  CompileConfig c;
+  c.loss.from_logits = true;
+  m.compile(c);
+  for (int s = 0; s < 5; ++s) {
+    const int64_t rows = s == 4 ? 37 : 64;
+    const RandomStream rs(777, 0, static_cast<uint32_t>(s));
+    std::vector<float> x(static_cast<size_t>(rows * 784)), y;
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rs.uniform(i);
+    for (int64_t r = 0; r < rows; ++r) y.push_back(static_cast<float>(r % 10));
+    HostBatch b;
+    b.rows = rows;
+    b.parts = {HostComponent{x.data(), 784}, HostComponent{y.data(), 1}};
+    m.train_step(b);
+  }
+  if (comm != nullptr) *comm = m.communicator_name();
+  return m.get_params();
+}
+
+double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+    den += double{want[i]} * want[i];
+  }
+  return std::sqrt(num / den);
+}
+
+bool require_nccl() {
+  if (built_with_nccl()) return true;
+  if (gpu_required()) ADD_FAILURE() << "MIRRORED_TEST_CUDA=1 but this build has no NCCL";
+  return false;
+}
+
+TEST(GpuMultiWorker, OneProcessOneGpuRunsTheNcclPathAcrossWorkers) {
+  MR_REQUIRE_GPUS(1);
+  if (!require_nccl()) GTEST_SKIP() << "built without NCCL";
+  WorkerGroupOptions opt;
+  opt.gpu = true;
+  opt.timeout = 30;
+  opt.rendezvous_timeout = 30;
+  auto group = std::make_shared<WorkerGroup>(loopback_cluster({free_port()}, 0), opt);
+  EXPECT_EQ(group->engine(), CrossWorker::nccl);
+  std::string comm;
+  const std::vector<float> job = train5(DeviceSpec{DeviceKind::cuda, 0}, group, &comm);
+  EXPECT_EQ(comm, "NCCL across 1 workers");
+  const std::vector<float> alone = train5(DeviceSpec{DeviceKind::cuda, 0}, nullptr);
+  // One rank: NCCL's all-reduce is the identity, so the job is one GPU alone.
+  EXPECT_EQ(job, alone);
+  const std::vector<float> cpu = train5(DeviceSpec{DeviceKind::cpu, 0}, nullptr);
+  EXPECT_LT(rms_rel(job, cpu), 1e-4);
+}
+
+// Two processes, one GPU each: the second is this binary again, running the
+// hidden child test below with the cluster in its environment.
+TEST(GpuMultiWorker, TwoProcessesOfOneGpuEachMatchOneGpu) {
+  const int gpus = cuda_device_count();
+  if (gpus < 2)
+    GTEST_SKIP() << "two NCCL ranks across processes need two GPUs; this machine has " << gpus
+                 << " (skipped)";
+  if (!require_nccl()) GTEST_SKIP() << "built without NCCL";
+  const std::vector<int> ports{free_port(), free_port()};
+  const std::string out = ::testing::TempDir() + "mr_mw_child.bin";
+  const pid_t child = fork();
+  if (child == 0) {
+    const std::string cfg = std::to_string(ports[0]) + "," + std::to_string(ports[1]);
+    setenv("MR_MW_CHILD", cfg.c_str(), 1);
+    setenv("MR_MW_OUT", out.c_str(), 1);
+    execl("/proc/self/exe", "mr_tests", "--gtest_filter=GpuMultiWorker.ChildWorker",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  WorkerGroupOptions opt;
+  opt.gpu = true;
+  opt.timeout = 60;
+  opt.rendezvous_timeout = 60;
+  auto group = std::make_shared<WorkerGroup>(loopback_cluster(ports, 0), opt);
+  const std::vector<float> job = train5(DeviceSpec{DeviceKind::cuda, 0}, group);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the second worker failed";
+  std::ifstream in(out, std::ios::binary);
+  std::vector<float> other(job.size());
+  in.read(reinterpret_cast<char*>(other.data()), static_cast<std::streamsize>(other.size() * 4));
+  EXPECT_EQ(job, other);  // every worker ends with the same weights
+  const std::vector<float> alone = train5(DeviceSpec{DeviceKind::cuda, 0}, nullptr);
+  EXPECT_LT(rms_rel(job, alone), 1e-4);
+}
+
+TEST(GpuMultiWorker, ChildWorker) {
+  const char* cfg = std::getenv("MR_MW_CHILD");
+  if (cfg == nullptr) GTEST_SKIP() << "only run as the second worker of TwoProcessesOfOneGpuEach";
+  const std::string s(cfg);
+  const std::vector<int> ports{std::stoi(s.substr(0, s.find(','))),
+                               std::stoi(s.substr(s.find(',') + 1))};
+  WorkerGroupOptions opt;
+  opt.gpu = true;
+  opt.timeout = 60;
+  opt.rendezvous_timeout = 60;
+  auto group = std::make_shared<WorkerGroup>(loopback_cluster(ports, 1), opt);
+  const std::vector<float> p = train5(DeviceSpec{DeviceKind::cuda, 1}, group);
+  std::ofstream out(std::getenv("MR_MW_OUT"), std::ios::binary);
+  out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * 4));
+}
+
+}  // namespace
+}  // namespace mr
