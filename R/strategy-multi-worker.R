@@ -235,6 +235,10 @@ cluster_resolver_of <- function(info) {
 
 #' @export
 print.mirrored_cluster_resolver <- function(x, ...) {
+  if (is.null(x$task_type)) {
+    cat("<ClusterResolver> (read when a strategy is made from it)\n")
+    return(invisible(x))
+  }
   cat("<ClusterResolver> task: ", x$task_type, " ", x$task_id, " of ", x$num_workers, " worker",
       if (x$num_workers != 1) "s", if (isTRUE(x$is_chief)) " (chief)", "\n", sep = "")
   invisible(x)

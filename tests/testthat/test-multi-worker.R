@@ -2,6 +2,44 @@
 # one process with one replica on the same global batch, the chief alone
 # writing checkpoints, bad clusters failing on every worker before any step.
 
+# Runs `code` with the environment variables `vars` set ("" unsets them).
+with_env <- function(vars, code) {
+  old <- Sys.getenv(names(vars), unset = NA, names = TRUE)
+  on.exit({
+    for (n in names(old)) if (is.na(old[[n]])) Sys.unsetenv(n) else do.call(Sys.setenv, as.list(old[n]))
+  }, add = TRUE)
+  for (n in names(vars)) if (nzchar(vars[[n]])) do.call(Sys.setenv, as.list(vars[n])) else Sys.unsetenv(n)
+  force(code)
+}
+
+test_that("multi_worker_mirrored_strategy() checks its arguments and the cluster before any step", {
+  expect_error(multi_worker_mirrored_strategy(communication = "mpi"), class = "mirrored_value_error")
+  expect_error(multi_worker_mirrored_strategy(timeout = -1), class = "mirrored_value_error")
+  expect_error(multi_worker_mirrored_strategy(cluster = 42), class = "mirrored_value_error")
+  expect_error(multi_worker_mirrored_strategy(cluster = "{\"cluster\": "), "not valid JSON",
+               class = "mirrored_value_error")
+  bad_index <- list(cluster = list(worker = c("127.0.0.1:1", "127.0.0.1:2")),
+                    task = list(type = "worker", index = 2))
+  expect_error(multi_worker_mirrored_strategy(cluster = bad_index), "outside",
+               class = "mirrored_value_error")
+  with_env(c(TF_CONFIG = "{not json"), {
+    expect_error(multi_worker_mirrored_strategy(), "TF_CONFIG", class = "mirrored_value_error")
+  })
+  # No cluster anywhere: a worker alone, like mirrored_strategy().
+  with_env(c(TF_CONFIG = "", SLURM_PROCID = "", SLURM_NTASKS = "", WORLD_SIZE = "",
+                       OMPI_COMM_WORLD_SIZE = "", PMI_SIZE = "", KERAS_DISTRIBUTION_JOB_ADDRESSES = ""), {
+    s <- suppressMessages(multi_worker_mirrored_strategy(devices = c("/cpu:0", "/cpu:1")))
+    expect_equal(s$num_replicas_in_sync, 2L)
+    expect_equal(s$cluster_resolver$task_type, "worker")
+    expect_true(s$cluster_resolver$is_chief)
+    expect_match(capture.output(print(s))[1], "1 worker")
+    s2 <- suppressMessages(tf$distribute$MultiWorkerMirroredStrategy(
+      communication_options = tf$distribute$experimental$CommunicationOptions(
+        implementation = tf$distribute$experimental$CommunicationImplementation$RING)))
+    expect_s3_class(s2, "multi_worker_mirrored_strategy")
+  })
+})
+
 skip_if_no_workers <- function() {
   skip_if_not(mirrored:::built_with_gloo(), "this build has no Gloo")
   skip_if_not_installed("processx")
@@ -28,7 +66,8 @@ train_body <- function(p, index) {
   if (!is.null(p$checkpoint)) {
     dir <- file.path(p$checkpoint, sprintf("worker_%d", index))
     cbs <- list(callback_model_checkpoint(file.path(dir, "ckpt-{epoch}.weights.h5"), save_weights_only = TRUE,
-                                          monitor = "loss"))
+                                          monitor = "loss"),
+                callback_model_checkpoint(file.path(dir, "best.keras"), save_best_only = TRUE, monitor = "loss"))
   }
   h <- model |> fit(x, y, batch_size = p$batch, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
   list(weights = get_weights(model), loss = h$metrics$loss, accuracy = h$metrics$accuracy,
@@ -91,7 +130,7 @@ test_that("the chief alone writes the checkpoint files", {
             checkpoint = dir)
   res <- run_workers(train_body, p, 2)
   expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
-  expect_setequal(list.files(file.path(dir, "worker_0")), c("ckpt-1.weights.h5", "ckpt-2.weights.h5"))
+  expect_setequal(list.files(file.path(dir, "worker_0")), c("ckpt-1.weights.h5", "ckpt-2.weights.h5", "best.keras"))
   expect_false(dir.exists(file.path(dir, "worker_1")))
   # The chief's last checkpoint holds the job's final weights.
   ref <- reference_run(modifyList(p, list(checkpoint = NULL)))
@@ -99,6 +138,10 @@ test_that("the chief alone writes the checkpoint files", {
     layer_dense(12, activation = "relu") |> layer_dropout(0.2) |> layer_dense(3, activation = "softmax")
   load_model_weights(m, file.path(dir, "worker_0", "ckpt-2.weights.h5"))
   expect_lt(rel_diff(get_weights(m), ref$weights), 1e-5)
+  # A multi-worker checkpoint loads on one machine, in a process alone.
+  loaded <- load_model(file.path(dir, "worker_0", "best.keras"))
+  expect_equal(length(get_weights(loaded)), length(ref$weights))
+  expect_true(all(is.finite(unlist(get_weights(loaded)))))
 })
 
 bad_body <- function(p, index) {
