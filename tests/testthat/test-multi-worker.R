@@ -262,7 +262,8 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   skip_if_no_workers()
   dir <- tempfile("resume")
   dir.create(dir)
-  p <- list(timeout = 30, dir = dir, epochs = 4, mark_epoch = 2)
+  # Enough epochs that the kill after epoch 2 lands long before the end.
+  p <- list(timeout = 30, dir = dir, epochs = 40, mark_epoch = 2)
   whole <- run_workers(long_body, p, 2)
   expect(all(vapply(whole, function(r) isTRUE(r$ok), logical(1))), worker_report(whole))
   backup <- file.path(dir, "backup")
