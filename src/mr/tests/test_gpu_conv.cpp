@@ -199,15 +199,6 @@ std::unique_ptr<Model> compiled(DeviceSpec dev) {
   return m;
 }
 
-double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
-    den += double{want[i]} * want[i];
-  }
-  return std::sqrt(num / den);
-}
-
 // 5 Adam steps (batches of 64, the last one 37 rows) on one GPU replica: the
 // weights match one CPU replica, and once the first step sized the buffers
 // (and prepared the convolutions: cuDNN's plans and workspace when built with

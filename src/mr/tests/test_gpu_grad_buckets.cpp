@@ -16,6 +16,7 @@
 #include "dist/communicator.h"
 #include "tests/graphs.h"
 #include "tests/test_util.h"
+#include "tests/vignette_steps.h"
 #include "train/model.h"
 
 namespace mr {
@@ -39,17 +40,7 @@ std::vector<float> train4(const std::vector<DeviceSpec>& devs, const PlacementOp
   c.optimizer.learning_rate = 1e-3;
   c.loss.from_logits = true;
   m.compile(c);
-  for (int s = 0; s < 4; ++s) {
-    const int64_t rows = s == 3 ? 37 : 64;
-    const RandomStream rs(777, 0, static_cast<uint32_t>(s));
-    std::vector<float> x(static_cast<size_t>(rows * 784)), y;
-    for (size_t i = 0; i < x.size(); ++i) x[i] = rs.uniform(i);
-    for (int64_t r = 0; r < rows; ++r) y.push_back(static_cast<float>(r % 10));
-    HostBatch b;
-    b.rows = rows;
-    b.parts = {HostComponent{x.data(), 784}, HostComponent{y.data(), 1}};
-    m.train_step(b);
-  }
+  train_vignette_steps(m, 4);
   const auto& plan = m.grad_buckets().plan();
   if (bytes >= 0) {
     std::vector<int> want;
@@ -72,15 +63,6 @@ std::vector<float> train4(const std::vector<DeviceSpec>& devs, const PlacementOp
     EXPECT_EQ(m.get_params(r), m.get_params(0)) << "replica " << r << " differs";
   *comm = m.communicator_name();
   return m.get_params();
-}
-
-double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
-    den += double{want[i]} * want[i];
-  }
-  return std::sqrt(num / den);
 }
 
 TEST(GpuGradBuckets, NcclAsyncAllReduceAndJoinWithOneRank) {

@@ -24,6 +24,7 @@
 #include "dist/worker_group.h"
 #include "tests/graphs.h"
 #include "tests/test_util.h"
+#include "tests/vignette_steps.h"
 #include "train/model.h"
 
 namespace mr {
@@ -66,28 +67,9 @@ std::vector<float> train5(DeviceSpec dev, const std::shared_ptr<WorkerGroup>& wo
   CompileConfig c;
   c.loss.from_logits = true;
   m.compile(c);
-  for (int s = 0; s < 5; ++s) {
-    const int64_t rows = s == 4 ? 37 : 64;
-    const RandomStream rs(777, 0, static_cast<uint32_t>(s));
-    std::vector<float> x(static_cast<size_t>(rows * 784)), y;
-    for (size_t i = 0; i < x.size(); ++i) x[i] = rs.uniform(i);
-    for (int64_t r = 0; r < rows; ++r) y.push_back(static_cast<float>(r % 10));
-    HostBatch b;
-    b.rows = rows;
-    b.parts = {HostComponent{x.data(), 784}, HostComponent{y.data(), 1}};
-    m.train_step(b);
-  }
+  train_vignette_steps(m, 5);
   if (comm != nullptr) *comm = m.communicator_name();
   return m.get_params();
-}
-
-double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
-    den += double{want[i]} * want[i];
-  }
-  return std::sqrt(num / den);
 }
 
 bool require_nccl() {

@@ -18,6 +18,7 @@
 #include "dist/communicator.h"
 #include "tests/graphs.h"
 #include "tests/test_util.h"
+#include "tests/vignette_steps.h"
 #include "train/model.h"
 
 namespace mr {
@@ -44,13 +45,7 @@ std::vector<float> train5(std::vector<DeviceSpec> devs, const PlacementOptions& 
   c.loss.from_logits = true;
   c.metrics.push_back(MetricConfig{});
   m.compile(c);
-  for (int s = 0; s < 5; ++s) {
-    const Data d = batch_data(s == 4 ? 37 : 64, static_cast<uint32_t>(s));
-    HostBatch b;
-    b.rows = d.rows;
-    b.parts = {HostComponent{d.x.data(), 784}, HostComponent{d.y.data(), 1}};
-    m.train_step(b);
-  }
+  train_vignette_steps(m, 5);
   for (int r = 1; r < m.replicas(); ++r)
     EXPECT_EQ(m.get_params(r), m.get_params(0)) << "replica " << r << " differs";
   const std::vector<double> metrics = m.read_metrics();
@@ -58,15 +53,6 @@ std::vector<float> train5(std::vector<DeviceSpec> devs, const PlacementOptions& 
   if (comm != nullptr) *comm = m.communicator_name();
   if (note != nullptr) *note = m.communicator_note();
   return m.get_params();
-}
-
-double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
-  double num = 0, den = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
-    den += double{want[i]} * want[i];
-  }
-  return std::sqrt(num / den);
 }
 
 const std::vector<float>& cpu_reference() {

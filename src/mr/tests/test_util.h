@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +24,17 @@ inline std::vector<float> uniform_floats(size_t n, uint64_t seed, uint32_t strea
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = lo + (hi - lo) * rs.uniform(i);
   return v;
+}
+
+// The RMS of got - want relative to the RMS of want (weights compared across
+// devices and replica counts).
+inline double rms_rel(const std::vector<float>& got, const std::vector<float>& want) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    num += (double{got[i]} - want[i]) * (double{got[i]} - want[i]);
+    den += double{want[i]} * want[i];
+  }
+  return std::sqrt(num / den);
 }
 
 // Runs `f`, expects it to throw mr::Error of kind io, and returns its message
