@@ -26,7 +26,8 @@ tf_config <- function(ports, index) {
 # Slurm's variables as srun sets them (launch = "slurm").
 worker_env <- function(launch, ports, index) {
   n <- length(ports)
-  base <- c(R_LIBS = Sys.getenv("R_LIBS"), OMP_NUM_THREADS = "1", TF_CONFIG = "",
+  # The workers load the package this process tested: its library paths.
+  base <- c(R_LIBS = paste(.libPaths(), collapse = .Platform$path.sep), OMP_NUM_THREADS = "1", TF_CONFIG = "",
             SLURM_PROCID = "", SLURM_NTASKS = "")
   switch(launch,
     tf_config = c(base[names(base) != "TF_CONFIG"], TF_CONFIG = tf_config(ports, index)),
