@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <vector>
 
 #include "build_config.h"
@@ -41,6 +42,13 @@ namespace {
 std::chrono::milliseconds to_ms(double seconds) {
   const double ms = std::min(seconds * 1000.0, 1e12);
   return std::chrono::milliseconds(static_cast<int64_t>(std::max(ms, 1.0)));
+}
+
+// "8", "0.5": a deadline as people write it.
+std::string seconds_text(std::chrono::milliseconds t) {
+  std::ostringstream os;
+  os << static_cast<double>(t.count()) / 1000.0;
+  return os.str();
 }
 
 // Gloo's Store on the chief's store. Gloo calls it from the thread that
@@ -181,7 +189,7 @@ class GlooGroup final : public ProcessGroup {
           msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
       fail(timed_out ? ErrorKind::timeout : ErrorKind::worker, "the ", what,
            " between workers failed",
-           timed_out ? " (deadline " + std::to_string(timeout_.count() / 1000.0) + " s)" : "", ": ",
+           timed_out ? " (deadline " + seconds_text(timeout_) + " s)" : "", ": ",
            msg);
     }
   }
