@@ -107,8 +107,12 @@ struct ChildReport {
   bool killed = false;  // still running at the limit
   bool ok() const { return tag == 'O'; }
   std::string describe() const {
+    std::string how;
+    if (WIFSIGNALED(status)) how = " (ended by signal " + std::to_string(WTERMSIG(status)) + ")";
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      how = " (exit status " + std::to_string(WEXITSTATUS(status)) + ")";
     return std::string("tag ") + (tag ? std::string(1, tag) : "none") + " kind " + kind + ": " +
-           text + (killed ? " (killed at the limit)" : "");
+           text + how + (killed ? " (killed at the limit)" : "");
   }
 };
 
@@ -145,6 +149,12 @@ inline std::vector<ChildReport> run_children(
     if (::pipe(p) != 0) break;
     const pid_t pid = ::fork();
     if (pid == 0) {
+      // Gloo's TCP transport writes to its peers without MSG_NOSIGNAL: a
+      // write to a peer that just died raises SIGPIPE, whose default action
+      // kills the writer. Hosts ignore or handle it (Python ignores it, R
+      // installs a handler); a bare test process must too, or a survivor
+      // dies with its peer (seen under load: signal 13).
+      ::signal(SIGPIPE, SIG_IGN);
       ::close(p[0]);
       for (int j = 0; j < k; ++j) ::close(fds[static_cast<size_t>(j)]);
       const ChildPipe pipe(p[1]);
