@@ -16,21 +16,22 @@ free_port <- function() {
   stop("no free port")
 }
 
-# TF_CONFIG of worker `index` among `n` workers on loopback.
-tf_config <- function(ports, index) {
-  workers <- paste0('"127.0.0.1:', ports, '"', collapse = ", ")
+# TF_CONFIG of worker `index` among `n` workers, on loopback unless `hosts`
+# gives each worker's address.
+tf_config <- function(ports, index, hosts = "127.0.0.1") {
+  workers <- paste0('"', hosts, ':', ports, '"', collapse = ", ")
   sprintf('{"cluster": {"worker": [%s]}, "task": {"type": "worker", "index": %d}}', workers, index)
 }
 
 # The environment of worker `index`: TF_CONFIG (launch = "tf_config") or
 # Slurm's variables as srun sets them (launch = "slurm").
-worker_env <- function(launch, ports, index) {
+worker_env <- function(launch, ports, index, hosts = "127.0.0.1") {
   n <- length(ports)
   # The workers load the package this process tested: its library paths.
   base <- c(R_LIBS = paste(.libPaths(), collapse = .Platform$path.sep), OMP_NUM_THREADS = "1", TF_CONFIG = "",
             SLURM_PROCID = "", SLURM_NTASKS = "")
   switch(launch,
-    tf_config = c(base[names(base) != "TF_CONFIG"], TF_CONFIG = tf_config(ports, index)),
+    tf_config = c(base[names(base) != "TF_CONFIG"], TF_CONFIG = tf_config(ports, index, hosts)),
     slurm = c(base[!names(base) %in% c("SLURM_PROCID", "SLURM_NTASKS")],
               SLURM_PROCID = as.character(index), SLURM_NTASKS = as.character(n),
               SLURM_LOCALID = as.character(index), SLURM_STEP_NODELIST = "localhost",
@@ -41,9 +42,11 @@ worker_env <- function(launch, ports, index) {
 # Starts one Rscript per worker running `body(params, index)`; returns the
 # processes and where each writes its result.
 # `indices`: each process's task index (default 0..n-1; a test may give one
-# twice).
+# twice). `hosts`: each worker's address in TF_CONFIG (default loopback);
+# `prefix`: per process, a command that runs Rscript (e.g.
+# c("ip", "netns", "exec", "ns0"): the worker runs in that network namespace).
 start_workers <- function(body, params, n, launch = "tf_config", dir = tempfile("job"),
-                          indices = seq_len(n) - 1L) {
+                          indices = seq_len(n) - 1L, hosts = "127.0.0.1", prefix = NULL) {
   dir.create(dir, showWarnings = FALSE, recursive = TRUE)
   ports <- vapply(seq_len(n), function(i) free_port(), numeric(1))
   script <- file.path(dir, "worker.R")
@@ -60,8 +63,9 @@ start_workers <- function(body, params, n, launch = "tf_config", dir = tempfile(
   ), script)
   procs <- lapply(seq_along(indices), function(k) {
     i <- indices[k]
-    env <- worker_env(launch, ports, i)
-    processx::process$new("Rscript", c(script, file.path(dir, "job.rds"), i, file.path(dir, sprintf("out%d.rds", k - 1L))),
+    env <- worker_env(launch, ports, i, hosts)
+    cmd <- c(prefix[[k]], "Rscript")
+    processx::process$new(cmd[1], c(cmd[-1], script, file.path(dir, "job.rds"), i, file.path(dir, sprintf("out%d.rds", k - 1L))),
                           env = c("current", env), stdout = file.path(dir, sprintf("log%d.txt", k - 1L)),
                           stderr = "2>&1", cleanup = TRUE)
   })
@@ -74,8 +78,13 @@ start_workers <- function(body, params, n, launch = "tf_config", dir = tempfile(
 finish_workers <- function(job, timeout = 120) {
   deadline <- Sys.time() + timeout
   for (p in job$procs) {
-    left <- as.numeric(difftime(deadline, Sys.time(), units = "secs"))
-    if (left > 0) p$wait(left * 1000)
+    # wait() may return early (a signal, e.g. SIGCHLD of a command the test
+    # ran through system2()): wait again until the process ends or time is up.
+    repeat {
+      left <- as.numeric(difftime(deadline, Sys.time(), units = "secs"))
+      if (!p$is_alive() || left <= 0) break
+      p$wait(min(left, 1) * 1000)
+    }
     if (p$is_alive()) p$kill()
   }
   lapply(seq_along(job$procs) - 1L, function(i) {
