@@ -147,8 +147,9 @@ test_that("the chief alone writes the checkpoint files", {
 bad_body <- function(p, index) {
   strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
   units <- if (index == 0) 4 else p$other_units
+  activation <- if (index == 0) NULL else p$other_activation
   with(strategy$scope(), {
-    model <- keras_model_sequential(input_shape = 3) |> layer_dense(units)
+    model <- keras_model_sequential(input_shape = 3) |> layer_dense(units, activation = activation)
     model |> compile(optimizer = "sgd", loss = "mse")
   })
   get_weights(model)
@@ -162,6 +163,12 @@ test_that("workers whose models differ stop with a classed error on every worker
     expect_true("mirrored_value_error" %in% r$class)
     expect_match(r$message, "different models")
     expect_match(r$message, "worker 1")
+  }
+  # The same shapes but another activation: a different model too.
+  res <- run_workers(bad_body, list(timeout = 30, other_units = 4, other_activation = "relu"), 2)
+  for (r in res) {
+    expect(!isTRUE(r$ok), worker_report(res))
+    expect_true("mirrored_value_error" %in% r$class)
   }
 })
 

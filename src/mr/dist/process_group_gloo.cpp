@@ -17,6 +17,7 @@
 #include "build_config.h"
 #include "core/error.h"
 #include "dist/process_group.h"
+#include "dist/sigpipe_guard.h"
 #include "dist/tcp_store.h"
 
 #if MR_WITH_GLOO
@@ -78,6 +79,8 @@ class GlooGroup final : public ProcessGroup {
   GlooGroup(StoreClient& store, const std::string& prefix, int rank, int size,
             const std::string& bind_host, double timeout)
       : rank_(rank), size_(size), timeout_(to_ms(timeout)) {
+    // Gloo's I/O thread, started below, inherits the blocked SIGPIPE.
+    SigpipeGuard no_sigpipe;
     gloo::transport::tcp::attr attr;
     const char* iface = std::getenv("GLOO_SOCKET_IFNAME");
     if (iface != nullptr && *iface != '\0')
@@ -181,6 +184,7 @@ class GlooGroup final : public ProcessGroup {
       fail(ErrorKind::worker, "the workers' connection broke earlier (", broken_,
            "); every worker must be restarted");
     try {
+      SigpipeGuard no_sigpipe;  // R's thread too, between steps
       op();
     } catch (const gloo::Exception& e) {
       const std::string msg = e.what();
@@ -189,8 +193,7 @@ class GlooGroup final : public ProcessGroup {
           msg.find("Timed out") != std::string::npos || msg.find("timed out") != std::string::npos;
       fail(timed_out ? ErrorKind::timeout : ErrorKind::worker, "the ", what,
            " between workers failed",
-           timed_out ? " (deadline " + seconds_text(timeout_) + " s)" : "", ": ",
-           msg);
+           timed_out ? " (deadline " + seconds_text(timeout_) + " s)" : "", ": ", msg);
     }
   }
 

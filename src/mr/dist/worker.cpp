@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/fp_mode.h"
+#include "dist/sigpipe_guard.h"
 
 namespace mr {
 
@@ -45,6 +46,8 @@ bool Worker::wait_for(double seconds) {
 
 void Worker::loop() {
   FlushToZeroGuard ftz;
+  // i16: a replica may write to another worker that died (dist/sigpipe_guard.h).
+  block_sigpipe_in_this_thread();
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || busy_; });

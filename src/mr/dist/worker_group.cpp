@@ -83,14 +83,18 @@ WorkerGroup::WorkerGroup(ClusterSpec spec, const WorkerGroupOptions& options)
   store_->set_request_timeout(kRequestSeconds);
   try {
     rendezvous();
-  } catch (...) {
+  } catch (const Error& e) {
     // The others learn why through the store's error key, polled every
-    // ~100 ms while they wait: the chief's store outlives the failure a
-    // moment so that they read it instead of losing the store.
+    // ~100 ms while they wait: the chief publishes its own failure there
+    // (a worker that never came, a duplicated index seen first by another
+    // worker) and its store outlives the failure a moment, so that every
+    // worker stops with the same error instead of losing the store.
     if (server_) {
       try {
         std::lock_guard<std::mutex> lock(store_mu_);
-        if (store_->check({"error"})) std::this_thread::sleep_for(std::chrono::seconds(1));
+        if (!store_->check({"error"}))
+          store_->set("error", bytes_of(std::string(kind_name(e.kind())) + "\n" + e.what()));
+        std::this_thread::sleep_for(std::chrono::seconds(1));
       } catch (...) {
       }
     }
@@ -152,7 +156,14 @@ void WorkerGroup::leave() {
 // so that every worker stops with its message instead of waiting.
 void WorkerGroup::check_error_key() {
   if (!store_->check({"error"})) return;
-  fail(ErrorKind::value, string_of(store_->get("error", kRequestSeconds)));
+  const std::string text = string_of(store_->get("error", kRequestSeconds));
+  // "<kind>\n<message>" from the chief, or a duplicated index's message.
+  const size_t nl = text.find('\n');
+  if (nl != std::string::npos && text.compare(0, nl, kind_name(ErrorKind::timeout)) == 0)
+    fail(ErrorKind::timeout, text.substr(nl + 1));
+  if (nl != std::string::npos && text.compare(0, nl, kind_name(ErrorKind::value)) == 0)
+    fail(ErrorKind::value, text.substr(nl + 1));
+  fail(ErrorKind::value, text);
 }
 
 void WorkerGroup::rendezvous() {

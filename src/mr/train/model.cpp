@@ -42,15 +42,21 @@ const Graph& checked(const std::shared_ptr<const Graph>& g) {
 }
 
 // i16: in a multi-worker job the workers compare their models before any
-// step: the layers with their output shapes, and every variable.
+// step: the layers with their configs and output shapes, and every variable.
 PlacementOptions with_model(const PlacementOptions& options,
                             const std::shared_ptr<const Graph>& g) {
   PlacementOptions o = options;
   if (!o.workers) return o;
   const Graph& graph = checked(g);
   std::string d;
-  for (int i = 0; i < graph.size(); ++i)
-    d += std::string(graph.layer(i).class_name()) + " " + graph.out_shape(i).str() + "\n";
+  for (int i = 0; i < graph.size(); ++i) {
+    // The layer's Keras config without its name: names count the layers a
+    // session made before, which need not agree between workers.
+    Json config = graph.layer(i).config();
+    if (config.is_object()) config.erase("name");
+    d += std::string(graph.layer(i).class_name()) + " " + graph.out_shape(i).str() + " " +
+         config.dump() + "\n";
+  }
   for (const Graph::Param& p : graph.params())
     d += std::to_string(p.node) + "/" + p.name + " " + p.shape.str() +
          (p.trainable ? "" : " non-trainable") + "\n";
