@@ -89,7 +89,7 @@ MultiWorkerStrategy <- R6::R6Class("multi_worker_mirrored_strategy",
 #'
 #' The call returns once every worker has joined; a worker that starts alone
 #' waits for the others up to `timeout` seconds and then names the workers
-#' it is still waiting for.
+#' it is still waiting for (Ctrl-C stops the wait).
 #'
 #' With arrays or a dataset that is not sharded, every worker reads the same
 #' data and its replicas take their rows of each global batch (`batch_size`

@@ -3,8 +3,12 @@
 // the job's handle and displays what the core says.
 #include <Rcpp.h>
 
+#include <atomic>
+#include <chrono>
+#include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "dist/cluster_spec.h"
 #include "dist/worker_group.h"
@@ -24,6 +28,8 @@ mr::Environment environment_of(const Rcpp::CharacterVector& env) {
   return out;
 }
 
+void check_interrupt(void*) { R_CheckUserInterrupt(); }
+
 mr::WorkerGroup& group_of(SEXP xp) {
   GroupPtr p(xp);
   if (p.get() == nullptr || !*p)
@@ -41,14 +47,36 @@ SEXP cpp_workers_new(std::string cluster_json, Rcpp::CharacterVector env, int lo
   return guarded([&]() -> SEXP {
     std::optional<mr::ClusterSpec> spec = mr::resolve_cluster(cluster_json, environment_of(env));
     if (!spec) return R_NilValue;
+    std::atomic<bool> cancel{false};
     mr::WorkerGroupOptions o;
     o.local_replicas = local_replicas;
     o.gpu = gpu;
     o.timeout = timeout;
     o.rendezvous_timeout = timeout;
     o.implementation = implementation;
-    auto group = std::make_unique<std::shared_ptr<mr::WorkerGroup>>(
-        std::make_shared<mr::WorkerGroup>(std::move(*spec), o));
+    o.cancel = &cancel;
+    // The rendezvous may wait for the other workers up to the deadline: it
+    // runs on its own thread while R's thread polls for Ctrl-C, which
+    // cancels it (the thread never touches R).
+    std::shared_ptr<mr::WorkerGroup> made;
+    std::exception_ptr error;
+    std::atomic<bool> done{false};
+    std::thread joiner([&] {
+      try {
+        made = std::make_shared<mr::WorkerGroup>(std::move(*spec), o);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      done.store(true);
+    });
+    while (!done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!cancel.load() && R_ToplevelExec(check_interrupt, nullptr) == FALSE) cancel.store(true);
+    }
+    joiner.join();
+    if (error) std::rethrow_exception(error);
+    made->set_cancel(nullptr);  // `cancel` dies with this call
+    auto group = std::make_unique<std::shared_ptr<mr::WorkerGroup>>(std::move(made));
     return GroupPtr(group.release(), true);
   });
 }

@@ -338,3 +338,16 @@ test_that("shards of different lengths end the epoch together", {
     expect_true(all(is.finite(r$value$loss)))
   }
 })
+
+test_that("Ctrl-C stops a worker that waits for the others", {
+  skip_if_no_workers()
+  # Worker 1 of 2 starts alone and waits (up to 60 s) for the chief.
+  job <- start_workers(bad_body, list(timeout = 60, other_units = 4), 2, indices = 1L)
+  Sys.sleep(2)
+  job$procs[[1]]$interrupt()
+  sent <- Sys.time()
+  res <- finish_workers(job, 30)
+  expect(!isTRUE(res[[1]]$ok), worker_report(res))
+  expect_true("mirrored_interrupted_error" %in% res[[1]]$class, info = paste(res[[1]]$message, collapse = " "))
+  expect_lt(as.numeric(difftime(res[[1]]$time, sent, units = "secs")), 5)
+})

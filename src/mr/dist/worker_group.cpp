@@ -78,8 +78,26 @@ WorkerGroup::WorkerGroup(ClusterSpec spec, const WorkerGroupOptions& options)
            value, "unknown communication implementation '", options_.implementation,
            "' (expected auto, ring or nccl)");
   if (spec_.is_chief()) server_ = std::make_unique<StoreServer>("", spec_.chief.port);
-  store_ = std::make_unique<StoreClient>(spec_.chief.host, spec_.chief.port,
-                                         options_.rendezvous_timeout, who_main(rank()));
+  // Connecting may wait for the chief up to the deadline; in slices of a
+  // second, so that a cancel (Ctrl-C) stops it.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.rendezvous_timeout);
+  for (;;) {
+    const double left =
+        std::chrono::duration<double>(deadline - std::chrono::steady_clock::now()).count();
+    try {
+      store_ = std::make_unique<StoreClient>(spec_.chief.host, spec_.chief.port,
+                                             std::max(0.05, std::min(left, 1.0)), who_main(rank()));
+      break;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::timeout) throw;
+      if (options_.cancel != nullptr && options_.cancel->load())
+        fail(ErrorKind::interrupted, "interrupted while waiting for ", spec_.describe(0));
+      if (left <= 1.0)
+        fail(ErrorKind::timeout, spec_.describe(0), " did not answer within ",
+             options_.rendezvous_timeout, " s: ", e.what(), " (is the chief running?)");
+    }
+  }
   store_->set_request_timeout(kRequestSeconds);
   try {
     rendezvous();
@@ -155,6 +173,8 @@ void WorkerGroup::leave() {
 // Set by a worker that finds the rendezvous impossible (a duplicated index),
 // so that every worker stops with its message instead of waiting.
 void WorkerGroup::check_error_key() {
+  if (options_.cancel != nullptr && options_.cancel->load())
+    fail(ErrorKind::interrupted, "interrupted while waiting for the other workers");
   if (!store_->check({"error"})) return;
   const std::string text = string_of(store_->get("error", kRequestSeconds));
   // "<kind>\n<message>" from the chief, or a duplicated index's message.

@@ -41,6 +41,9 @@ struct WorkerGroupOptions {
   double timeout = 300;                 // the collectives' deadline (seconds)
   double rendezvous_timeout = 300;      // how long a worker waits for the others
   std::string implementation = "auto";  // "auto", "ring" (Gloo) or "nccl"
+  // Set by another thread (the glue, on Ctrl-C): the rendezvous stops with
+  // Error(interrupted) within ~100 ms. May be null.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 // What every worker publishes at rendezvous.
@@ -64,6 +67,9 @@ class WorkerGroup {
   WorkerGroup& operator=(const WorkerGroup&) = delete;
 
   const ClusterSpec& spec() const { return spec_; }
+  // Replaces WorkerGroupOptions::cancel (null: none) once the rendezvous
+  // is over and the flag it pointed to goes away.
+  void set_cancel(const std::atomic<bool>* cancel) { options_.cancel = cancel; }
   int rank() const { return spec_.index; }
   int size() const { return spec_.size(); }
   bool is_chief() const { return spec_.index == 0; }
