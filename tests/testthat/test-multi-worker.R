@@ -351,3 +351,22 @@ test_that("Ctrl-C stops a worker that waits for the others", {
   expect_true("mirrored_interrupted_error" %in% res[[1]]$class, info = paste(res[[1]]$message, collapse = " "))
   expect_lt(as.numeric(difftime(res[[1]]$time, sent, units = "secs")), 5)
 })
+
+test_that("with 4 workers, a worker that dies is reported by the ones not next to it in the ring too", {
+  skip_if_no_workers()
+  dir <- tempfile("kill4")
+  dir.create(dir)
+  job <- start_workers(long_body, list(timeout = 60, dir = dir, epochs = 1000, mark_epoch = 1), 4)
+  expect_true(wait_for_file(file.path(dir, "epoch1_2")))
+  Sys.sleep(0.2)
+  job$procs[[3]]$kill()  # worker 2: workers 1 and 3 are its ring neighbours, worker 0 is not
+  killed <- Sys.time()
+  res <- finish_workers(job, 60)
+  for (k in c(1, 2, 4)) {
+    r <- res[[k]]
+    expect(!isTRUE(r$ok), worker_report(res))
+    expect_true("mirrored_worker_error" %in% r$class, info = paste(r$message, collapse = " "))
+    expect_match(r$message, "worker 2\\s+\\(127.0.0.1:[0-9]+\\) died")
+    expect_lt(as.numeric(difftime(r$time, killed, units = "secs")), 10)
+  }
+})
