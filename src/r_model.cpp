@@ -60,9 +60,19 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
     std::vector<mr::DeviceSpec> devs;
     for (R_xlen_t i = 0; i < devices.size(); ++i)
       devs.push_back(mr::parse_device(Rcpp::as<std::string>(devices[i])));
+    std::shared_ptr<mr::WorkerGroup> group;
+    if (!Rf_isNull(workers)) {
+      Rcpp::XPtr<std::shared_ptr<mr::WorkerGroup>> w(workers);
+      MR_CHECK(w.get() != nullptr && *w, value, "this multi-worker strategy was closed");
+      group = *w;
+    }
     if (threads <= 0) {
+      // The host's cores are shared by its replicas, and (i16) by the
+      // replicas of the job's other workers on this host.
       const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-      threads = std::max(1, cores / static_cast<int>(devs.size()));
+      const int sharing =
+          static_cast<int>(devs.size()) * (group ? group->workers_on_this_host() : 1);
+      threads = std::max(1, cores / sharing);
     }
     // R owns the model from here: the XPtr finalizer deletes it.
     mr::PlacementOptions placement;
@@ -71,12 +81,7 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
     placement.cross_device_ops = cross_device_ops;
     placement.logical_per_gpu = logical_per_gpu;
     placement.tf32 = tf32;
-    // i16: the multi-worker job the model joins (NULL: this process alone).
-    if (!Rf_isNull(workers)) {
-      Rcpp::XPtr<std::shared_ptr<mr::WorkerGroup>> w(workers);
-      MR_CHECK(w.get() != nullptr && *w, value, "this multi-worker strategy was closed");
-      placement.workers = *w;
-    }
+    placement.workers = group;  // i16: the job the model joins (null: alone)
     auto model =
         std::make_unique<mr::Model>(std::move(graph), std::move(devs), placement, initialize);
     return ModelPtr(model.release(), true);

@@ -269,6 +269,12 @@ int WorkerGroup::worker_of_replica(int g) const {
   return w;
 }
 
+int WorkerGroup::workers_on_this_host() const {
+  const std::string& mine = infos_.at(static_cast<size_t>(rank())).host;
+  return static_cast<int>(std::count_if(infos_.begin(), infos_.end(),
+                                        [&](const WorkerInfo& w) { return w.host == mine; }));
+}
+
 std::string WorkerGroup::engine_name() const {
   switch (engine_) {
     case CrossWorker::gloo:

@@ -79,6 +79,9 @@ class WorkerGroup {
   int global_replicas() const { return global_replicas_; }
   // The worker that holds global replica `g`.
   int worker_of_replica(int g) const;
+  // The job's workers on this worker's host (itself included), by host
+  // name: they share its cores.
+  int workers_on_this_host() const;
   CrossWorker engine() const { return engine_; }
   // "Gloo (TCP)" / "NCCL": what joins the workers (print()).
   std::string engine_name() const;
