@@ -373,16 +373,18 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       private$batches_seen <- 0L
       private$epoch <- 1L
       dir <- private$own_dir()
-      if (!dir.exists(dir)) return(private$agree(NULL))
-      # Temporaries of a write a crash interrupted are garbage.
-      for (f in list.files(dir, all.files = TRUE, no.. = TRUE)) {
-        if (cpp_is_temp_name(f)) unlink(file.path(dir, f))
+      if (dir.exists(dir)) {
+        # Temporaries of a write a crash interrupted are garbage.
+        for (f in list.files(dir, all.files = TRUE, no.. = TRUE)) {
+          if (cpp_is_temp_name(f)) unlink(file.path(dir, f))
+        }
       }
+      if (!is.null(model_workers(self$model))) return(private$restore_agreed())
+      if (!dir.exists(dir)) return(invisible(NULL))
       state <- private$restore(private$weights_path(), private$meta_path())
       if (is.null(state) && self$double_checkpoint) {
         state <- private$restore(paste0(private$weights_path(), ".bkp"), paste0(private$meta_path(), ".bkp"))
       }
-      private$agree(state)
       if (!is.null(state)) set_pending_resume(self$model, state, from_backup = TRUE)
       invisible(NULL)
     },
@@ -411,23 +413,43 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       if (is.null(info) || isTRUE(info$is_chief)) return(self$backup_dir)
       file.path(self$backup_dir, sprintf("worker_%d", info$index))
     },
-    # The workers must resume from the same position: each says where its
-    # copy stands, and a difference (a worker that crashed between the
-    # chief's backup and its own) is an error on every worker.
-    agree = function(state) {
-      workers <- model_workers(self$model)
-      if (is.null(workers)) return(invisible())
-      pos <- if (is.null(state)) "none" else sprintf("epoch %d, step %d", as.integer(state$epoch %||% 0L),
-                                                       as.integer(state$step %||% 0L))
-      all <- with_core(cpp_workers_all_gather(workers, "backup position", pos))
-      if (length(unique(all)) > 1) {
-        info <- self$model$strategy$info
-        abort_kind("worker", c("The workers' backups stand at different positions, so the job cannot resume.",
-                               i = paste0(info$described, ": ", all, collapse = "; "),
+    # A multi-worker job resumes from the newest position that every
+    # worker's copy holds. The workers back up at the same step boundaries
+    # but each on its own, so a worker killed between the others' backup and
+    # its own is one backup behind: every worker also keeps its previous
+    # backup (".bkp"), and the job falls back to it. Positions come from the
+    # small metadata files; then each worker loads one file (loading is a
+    # collective: the chief's weights are broadcast).
+    restore_agreed = function() {
+      workers <- self$model$strategy$workers
+      info <- self$model$strategy$info
+      files <- list(c(private$weights_path(), private$meta_path()),
+                    paste0(c(private$weights_path(), private$meta_path()), ".bkp"))
+      positions <- vapply(files, function(f) {
+        if (!file.exists(f[1]) || !file.exists(f[2])) return(NA_character_)
+        m <- tryCatch(parse_json_bytes(read_bytes(f[2]), f[2]), error = function(e) NULL)
+        if (is.null(m$epoch)) return(NA_character_)
+        sprintf("%d:%d", as.integer(m$epoch), as.integer(m$batch %||% 0L))
+      }, character(1))
+      mine <- paste(stats::na.omit(positions), collapse = ",")
+      all <- with_core(cpp_workers_all_gather(workers, "backup positions", mine))
+      sets <- lapply(strsplit(all, ",", fixed = TRUE), function(x) x[nzchar(x)])
+      if (all(lengths(sets) == 0)) return(invisible(NULL))  # a fresh job
+      common <- Reduce(intersect, sets)
+      if (length(common) == 0) {
+        abort_kind("worker", c("The workers' backups have no position in common, so the job cannot resume.",
+                               i = paste0(info$described, ": ", ifelse(nzchar(all), all, "none"),
+                                          " (epoch:batch)", collapse = "; "),
                                i = "Delete {.path {self$backup_dir}} on every worker to start afresh."),
                    call = NULL)
       }
-      invisible()
+      key <- vapply(strsplit(common, ":", fixed = TRUE), function(x) as.numeric(x[1]) * 1e9 + as.numeric(x[2]),
+                    numeric(1))
+      best <- common[which.max(key)]
+      f <- files[[match(best, positions)]]
+      state <- private$restore(f[1], f[2])
+      if (!is.null(state)) set_pending_resume(self$model, state, from_backup = TRUE)
+      invisible(NULL)
     },
     weights_path = function() file.path(private$own_dir(), "latest.weights.h5"),
     meta_path = function() file.path(private$own_dir(), "training_metadata.json"),
@@ -452,7 +474,9 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       if (!dir.exists(dir)) dir.create(dir, recursive = TRUE, showWarnings = FALSE)
       w <- private$weights_path()
       m <- private$meta_path()
-      if (self$double_checkpoint && file.exists(w)) {
+      # A multi-worker job always keeps the previous backup (restore_agreed()).
+      keep <- self$double_checkpoint || !is.null(model_workers(self$model))
+      if (keep && file.exists(w)) {
         write_atomic(paste0(w, ".bkp"), read_bytes(w))
         if (file.exists(m)) write_atomic(paste0(m, ".bkp"), read_bytes(m))
       }

@@ -221,6 +221,11 @@ long_body <- function(p, index) {
   get_weights(model)
 }
 
+# The epoch a backup's metadata file records ({"epoch": E, "batch": B}).
+jsonlite_free_epoch <- function(path) {
+  as.integer(sub('.*"epoch": *([0-9]+).*', "\\1", paste(readLines(path, warn = FALSE), collapse = "")))
+}
+
 wait_for_file <- function(path, seconds = 60) {
   deadline <- Sys.time() + seconds
   while (!file.exists(path) && Sys.time() < deadline) Sys.sleep(0.05)
@@ -284,6 +289,18 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   expect(!isTRUE(first[[1]]$ok), worker_report(first))
   expect_true(file.exists(file.path(backup, "latest.weights.h5")))
   expect_true(file.exists(file.path(backup, "worker_1", "latest.weights.h5")))
+  # Worker 1 one backup behind the chief, as when it dies between the chief's
+  # backup and its own (unless the kill already landed there): the job
+  # resumes from the previous backup, which every worker keeps.
+  meta <- function(d) jsonlite_free_epoch(file.path(d, "training_metadata.json"))
+  w1 <- file.path(backup, "worker_1")
+  if (meta(backup) == meta(w1)) {
+    for (f in c("latest.weights.h5", "training_metadata.json")) {
+      expect_true(file.copy(file.path(w1, paste0(f, ".bkp")), file.path(w1, f), overwrite = TRUE))
+      unlink(file.path(w1, paste0(f, ".bkp")))
+    }
+  }
+  expect_equal(meta(w1), meta(backup) - 1)
   p$dir <- file.path(dir, "second")
   dir.create(p$dir)
   again <- run_workers(long_body, p, 2)
