@@ -32,7 +32,7 @@ constexpr int kDefaultStorePort = 29500;
 
 struct WorkerAddress {
   std::string host;
-  int port = 0;  // 0: unknown (launchers that only name hosts)
+  int port = 0;             // 0: unknown (launchers that only name hosts)
   std::string str() const;  // "host:port" or "host"
 };
 
@@ -44,12 +44,12 @@ struct ClusterSpec {
   // coordinator address only the chief's host is (the others are filled in
   // at rendezvous), so their entries may have an empty host.
   std::vector<WorkerAddress> workers;
-  int index = 0;               // this process's position in `workers`
-  std::string task_type;       // "chief" or "worker" (TF_CONFIG's names; launchers: "worker")
-  int task_id = 0;             // index within task_type (TF_CONFIG's task.index; a launcher's rank)
-  int local_rank = 0;          // among the job's processes on this host (GPU choice)
-  std::string source;          // "cluster argument", "TF_CONFIG", "Slurm", "MPI", "torchrun", "Keras"
-  WorkerAddress chief;         // where the rendezvous store listens (host:port)
+  int index = 0;          // this process's position in `workers`
+  std::string task_type;  // "chief" or "worker" (TF_CONFIG's names; launchers: "worker")
+  int task_id = 0;        // index within task_type (TF_CONFIG's task.index; a launcher's rank)
+  int local_rank = 0;     // among the job's processes on this host (GPU choice)
+  std::string source;     // "cluster argument", "TF_CONFIG", "Slurm", "MPI", "torchrun", "Keras"
+  WorkerAddress chief;    // where the rendezvous store listens (host:port)
   // The address this worker's collectives bind to: its own entry's host
   // when known, else loopback when the chief is on loopback, else "" (the
   // transport then uses the host name or GLOO_SOCKET_IFNAME).
