@@ -398,7 +398,19 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
     },
     on_train_end = function(logs = NULL) {
       dir <- private$own_dir()
-      if (self$delete_checkpoint && dir.exists(dir)) unlink(dir, recursive = TRUE)
+      if (!self$delete_checkpoint || !dir.exists(dir)) return(invisible(NULL))
+      if (is.null(model_workers(self$model))) {
+        unlink(dir, recursive = TRUE)
+        return(invisible(NULL))
+      }
+      # A multi-worker job: each worker deletes its own copy only (the chief's
+      # directory holds the others' while they may still write them), and
+      # whoever leaves backup_dir empty removes it.
+      own <- list.files(dir, all.files = TRUE, no.. = TRUE, full.names = TRUE)
+      unlink(own[!grepl("^worker_[0-9]+$", basename(own))], recursive = TRUE)
+      for (d in unique(c(dir, self$backup_dir))) {
+        if (dir.exists(d) && length(list.files(d, all.files = TRUE, no.. = TRUE)) == 0) unlink(d, recursive = TRUE)
+      }
       invisible(NULL)
     }
   ),

@@ -307,6 +307,8 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   expect(all(vapply(again, function(r) isTRUE(r$ok), logical(1))), worker_report(again))
   for (r in again) expect_lt(rel_diff(r$value, whole[[1]]$value), 1e-5)
   expect_identical(again[[1]]$value, again[[2]]$value)
+  # The job ended: every worker deleted its copy, and backup_dir is gone.
+  expect_false(dir.exists(backup))
 })
 
 shard_body <- function(p, index) {
