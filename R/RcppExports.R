@@ -365,6 +365,10 @@ cpp_workers_info <- function(xp) {
     .Call(`_mirrored_cpp_workers_info`, xp)
 }
 
+cpp_workers_communicator_name <- function(xp, local, local_size) {
+    .Call(`_mirrored_cpp_workers_communicator_name`, xp, local, local_size)
+}
+
 cpp_workers_chief_done <- function(xp, what) {
     invisible(.Call(`_mirrored_cpp_workers_chief_done`, xp, what))
 }

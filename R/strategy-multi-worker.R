@@ -45,14 +45,8 @@ MultiWorkerStrategy <- R6::R6Class("multi_worker_mirrored_strategy",
         }
         cat("  this worker's devices: ", paste(self$placement$display, collapse = ", "), "\n", sep = "")
       }
-      plan <- if (is.null(info)) {
-        p <- with_core(cpp_communicator_plan(self$devices, self$cross_device_ops, self$logical_per_gpu))
-        p[["name"]]
-      } else {
-        local <- with_core(cpp_communicator_plan(self$devices, self$cross_device_ops, self$logical_per_gpu))
-        paste0(info$engine, " across ", info$size, " workers",
-               if (length(self$devices) > 1) paste0(", ", local[["name"]], " within each") else "")
-      }
+      plan <- with_core(cpp_communicator_plan(self$devices, self$cross_device_ops, self$logical_per_gpu))[["name"]]
+      if (!is.null(info)) plan <- with_core(cpp_workers_communicator_name(self$workers, plan, length(self$devices)))
       cat("  all-reduce: ", plan, "\n", sep = "")
       invisible(self)
     }

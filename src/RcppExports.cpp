@@ -1121,6 +1121,19 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_workers_communicator_name
+std::string cpp_workers_communicator_name(SEXP xp, std::string local, int local_size);
+RcppExport SEXP _mirrored_cpp_workers_communicator_name(SEXP xpSEXP, SEXP localSEXP, SEXP local_sizeSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
+    Rcpp::traits::input_parameter< std::string >::type local(localSEXP);
+    Rcpp::traits::input_parameter< int >::type local_size(local_sizeSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_workers_communicator_name(xp, local, local_size));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_workers_chief_done
 void cpp_workers_chief_done(SEXP xp, std::string what);
 RcppExport SEXP _mirrored_cpp_workers_chief_done(SEXP xpSEXP, SEXP whatSEXP) {
@@ -1259,6 +1272,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 5},
     {"_mirrored_cpp_workers_new", (DL_FUNC) &_mirrored_cpp_workers_new, 6},
     {"_mirrored_cpp_workers_info", (DL_FUNC) &_mirrored_cpp_workers_info, 1},
+    {"_mirrored_cpp_workers_communicator_name", (DL_FUNC) &_mirrored_cpp_workers_communicator_name, 3},
     {"_mirrored_cpp_workers_chief_done", (DL_FUNC) &_mirrored_cpp_workers_chief_done, 2},
     {"_mirrored_cpp_workers_wait_for_chief", (DL_FUNC) &_mirrored_cpp_workers_wait_for_chief, 2},
     {"_mirrored_cpp_workers_close", (DL_FUNC) &_mirrored_cpp_workers_close, 1},

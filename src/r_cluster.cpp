@@ -10,6 +10,24 @@
 
 using mr_glue::guarded;
 
+namespace mr_glue {
+
+mr::Environment environment_from_r(const Rcpp::CharacterVector& env) {
+  mr::Environment vars;
+  const Rcpp::RObject names_attr = env.attr("names");
+  MR_CHECK(env.size() == 0 || !names_attr.isNULL(), value,
+           "`env` must be a named character vector (as Sys.getenv() returns), not an unnamed one");
+  if (env.size() == 0) return vars;
+  const Rcpp::CharacterVector names(names_attr);
+  for (R_xlen_t i = 0; i < env.size(); ++i) {
+    if (Rcpp::CharacterVector::is_na(env[i]) || Rcpp::CharacterVector::is_na(names[i])) continue;
+    vars[std::string(names[i])] = std::string(env[i]);
+  }
+  return vars;
+}
+
+}  // namespace mr_glue
+
 // The cluster from the argument's JSON ("" = none) or else from `env`
 // (R's Sys.getenv(): a named character vector). NULL when nothing describes
 // a cluster; else list(workers, index (0-based), task_type, task_id,
@@ -18,20 +36,8 @@ using mr_glue::guarded;
 // [[Rcpp::export]]
 SEXP cpp_resolve_cluster(std::string cluster_json, Rcpp::CharacterVector env) {
   return guarded([&]() -> SEXP {
-    mr::Environment vars;
-    const Rcpp::RObject names_attr = env.attr("names");
-    MR_CHECK(env.size() == 0 || !names_attr.isNULL(), value,
-             "cpp_resolve_cluster(): `env` must be a named character vector (as Sys.getenv() "
-             "returns), not an unnamed one");
-    if (env.size() > 0) {
-      const Rcpp::CharacterVector names(names_attr);
-      for (R_xlen_t i = 0; i < env.size(); ++i) {
-        if (Rcpp::CharacterVector::is_na(env[i]) || Rcpp::CharacterVector::is_na(names[i]))
-          continue;
-        vars[std::string(names[i])] = std::string(env[i]);
-      }
-    }
-    const std::optional<mr::ClusterSpec> spec = mr::resolve_cluster(cluster_json, vars);
+    const std::optional<mr::ClusterSpec> spec =
+        mr::resolve_cluster(cluster_json, mr_glue::environment_from_r(env));
     if (!spec) return R_NilValue;
     const int n = spec->size();
     Rcpp::CharacterVector workers(n), described(n);

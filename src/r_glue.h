@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/json.h"
 #include "core/shape.h"
+#include "dist/cluster_spec.h"  // Environment
 
 namespace mr_glue {
 
@@ -78,5 +79,10 @@ Rcpp::NumericVector from_row_major(const float* data, const std::vector<int64_t>
 // (I()), else an array; NA -> null. Other R types throw mr::Error (value).
 SEXP json_to_r(const mr::Json& v);
 mr::Json json_from_r(SEXP x);
+
+// R's Sys.getenv() (a named character vector) as the core's environment
+// (r_cluster.cpp); NA values and names are left out, an unnamed vector is an
+// mr::Error (value).
+mr::Environment environment_from_r(const Rcpp::CharacterVector& env);
 
 }  // namespace mr_glue

@@ -20,14 +20,6 @@ namespace {
 
 using GroupPtr = Rcpp::XPtr<std::shared_ptr<mr::WorkerGroup>>;
 
-mr::Environment environment_of(const Rcpp::CharacterVector& env) {
-  mr::Environment out;
-  const Rcpp::CharacterVector names = env.names();
-  for (R_xlen_t i = 0; i < env.size(); ++i)
-    if (env[i] != NA_STRING) out[Rcpp::as<std::string>(names[i])] = Rcpp::as<std::string>(env[i]);
-  return out;
-}
-
 void check_interrupt(void*) { R_CheckUserInterrupt(); }
 
 mr::WorkerGroup& group_of(SEXP xp) {
@@ -45,7 +37,8 @@ mr::WorkerGroup& group_of(SEXP xp) {
 SEXP cpp_workers_new(std::string cluster_json, Rcpp::CharacterVector env, int local_replicas,
                      bool gpu, double timeout, std::string implementation) {
   return guarded([&]() -> SEXP {
-    std::optional<mr::ClusterSpec> spec = mr::resolve_cluster(cluster_json, environment_of(env));
+    std::optional<mr::ClusterSpec> spec =
+        mr::resolve_cluster(cluster_json, mr_glue::environment_from_r(env));
     if (!spec) return R_NilValue;
     std::atomic<bool> cancel{false};
     mr::WorkerGroupOptions o;
@@ -105,6 +98,13 @@ Rcpp::List cpp_workers_info(SEXP xp) {
         Rcpp::Named("engine") = g.engine_name(), Rcpp::Named("is_chief") = g.is_chief(),
         Rcpp::Named("local_rank") = s.local_rank);
   });
+}
+
+// What a model of `local_size` replicas whose own communicator is `local`
+// all-reduces with in this job (WorkerGroup::communicator_name).
+// [[Rcpp::export]]
+std::string cpp_workers_communicator_name(SEXP xp, std::string local, int local_size) {
+  return guarded([&] { return group_of(xp).communicator_name(local, local_size); });
 }
 
 // The chief finished `what` (a checkpoint); the others wait for that while

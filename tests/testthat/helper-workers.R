@@ -104,6 +104,11 @@ run_workers <- function(body, params, n, launch = "tf_config", timeout = 120) {
   finish_workers(start_workers(body, params, n, launch), timeout)
 }
 
+# Every worker returned (else a failure with their logs).
+expect_all_ok <- function(results) {
+  expect(all(vapply(results, function(r) isTRUE(r$ok), logical(1))), worker_report(results))
+}
+
 # A failing worker's log, for expectation messages.
 worker_report <- function(results) {
   paste(vapply(seq_along(results), function(i) {
@@ -117,4 +122,33 @@ rel_diff <- function(a, b) {
   a <- unlist(a)
   b <- unlist(b)
   max(abs(a - b)) / max(max(abs(b)), 1e-12)
+}
+
+# A long training run that writes `marker` (per worker) once its first
+# epoch ended, so a test can strike mid-training.
+long_body <- function(p, index) {
+  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
+  set.seed(3)
+  x <- matrix(rnorm(256 * 8), 256)
+  y <- matrix(rnorm(256 * 2), 256)
+  set_random_seed(9)
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 8) |> layer_dense(16, activation = "relu") |> layer_dense(2)
+    model |> compile(optimizer = optimizer_sgd(0.01), loss = "mse")
+  })
+  marker <- file.path(p$dir, sprintf("epoch%d_%d", p$mark_epoch, index))
+  ended <- 0L
+  cbs <- list(callback_lambda(on_epoch_end = function(epoch, logs) {
+    ended <<- ended + 1L
+    if (ended == p$mark_epoch) file.create(marker)
+  }))
+  if (!is.null(p$backup)) cbs <- c(list(callback_backup_and_restore(p$backup)), cbs)
+  model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
+  get_weights(model)
+}
+
+wait_for_file <- function(path, seconds = 60) {
+  deadline <- Sys.time() + seconds
+  while (!file.exists(path) && Sys.time() < deadline) Sys.sleep(0.05)
+  file.exists(path)
 }

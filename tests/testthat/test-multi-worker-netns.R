@@ -63,35 +63,6 @@ make_hosts <- function(h) {
   h
 }
 
-wait_for_path <- function(path, seconds) {
-  deadline <- Sys.time() + seconds
-  while (!file.exists(path) && Sys.time() < deadline) Sys.sleep(0.05)
-  file.exists(path)
-}
-
-# Worker `index` trains until stopped, writing its marker after epoch 1.
-netns_body <- function(p, index) {
-  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
-  set.seed(3)
-  x <- matrix(rnorm(256 * 8), 256)
-  y <- matrix(rnorm(256 * 2), 256)
-  set_random_seed(9)
-  with(strategy$scope(), {
-    model <- keras_model_sequential(input_shape = 8) |> layer_dense(16, activation = "relu") |>
-      layer_dense(2)
-    model |> compile(optimizer = optimizer_sgd(0.01), loss = "mse")
-  })
-  marker <- file.path(p$dir, sprintf("epoch1_%d", index))
-  ended <- 0L
-  cbs <- list(callback_lambda(on_epoch_end = function(epoch, logs) {
-    ended <<- ended + 1L
-    if (ended == 1L) file.create(marker)
-  }))
-  model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE,
-               callbacks = cbs)
-  get_weights(model)
-}
-
 test_that("cutting one host's link stops the other worker with a classed error naming it", {
   skip_unless_netns()
   h <- host_names()
@@ -104,13 +75,13 @@ test_that("cutting one host's link stops the other worker with a classed error n
   dir <- tempfile("netns")
   dir.create(dir)
   deadline <- 6  # above the 5 s after which a silent worker is named
-  job <- start_workers(netns_body, list(timeout = deadline, dir = dir, epochs = 100000), 2,
+  job <- start_workers(long_body, list(timeout = deadline, dir = dir, epochs = 100000, mark_epoch = 1), 2,
                        hosts = h$addr,
                        prefix = list(c("ip", "netns", "exec", h$ns), c("ip", "netns", "exec", h$ns_b)))
   # Runs before remove_hosts (after = FALSE): no process outlives the test.
   on.exit(for (p in job$procs) if (p$is_alive()) p$kill(), add = TRUE, after = FALSE)
-  running <- wait_for_path(file.path(dir, "epoch1_0"), 90) &&
-    wait_for_path(file.path(dir, "epoch1_1"), 10)
+  running <- wait_for_file(file.path(dir, "epoch1_0"), 90) &&
+    wait_for_file(file.path(dir, "epoch1_1"), 10)
   if (!running) {
     # (expect() evaluates its message even when it passes: only build the
     # report, which stops the workers, when the job did not start.)

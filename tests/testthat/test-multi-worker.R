@@ -87,8 +87,7 @@ test_that("2 workers of 1 CPU replica (TF_CONFIG) train as one replica on the gl
   skip_if_no_workers()
   p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 50, batch = 16, epochs = 2, timeout = 60)
   res <- run_workers(train_body, p, 2)
-  ok <- vapply(res, function(r) isTRUE(r$ok), logical(1))
-  expect(all(ok), worker_report(res))
+  expect_all_ok(res)
   ref <- reference_run(p)
   for (r in res) {
     expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
@@ -111,8 +110,7 @@ test_that("3 workers launched as srun launches them, with 1 or 2 replicas each, 
   p <- list(devices = list(c("/cpu:0", "/cpu:1"), "/cpu:0", c("/cpu:0", "/cpu:1")),
             rows = 47, batch = 10, epochs = 2, timeout = 60)
   res <- run_workers(train_body, p, 3, launch = "slurm")
-  ok <- vapply(res, function(r) isTRUE(r$ok), logical(1))
-  expect(all(ok), worker_report(res))
+  expect_all_ok(res)
   ref <- reference_run(p)
   for (r in res) {
     expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
@@ -129,7 +127,7 @@ test_that("the chief alone writes the checkpoint files", {
   p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 40, batch = 8, epochs = 2, timeout = 60,
             checkpoint = dir)
   res <- run_workers(train_body, p, 2)
-  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  expect_all_ok(res)
   expect_setequal(list.files(file.path(dir, "worker_0")), c("ckpt-1.weights.h5", "ckpt-2.weights.h5", "best.keras"))
   expect_false(dir.exists(file.path(dir, "worker_1")))
   # The chief's last checkpoint holds the job's final weights.
@@ -198,38 +196,9 @@ test_that("a worker that starts alone names the workers it waits for", {
   expect_match(res[[1]]$message, "worker 1 \\(127.0.0.1:[0-9]+\\)")
 })
 
-# A long training run that writes `marker` (per worker) once its first
-# epoch ended, so a test can strike mid-training.
-long_body <- function(p, index) {
-  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
-  set.seed(3)
-  x <- matrix(rnorm(256 * 8), 256)
-  y <- matrix(rnorm(256 * 2), 256)
-  set_random_seed(9)
-  with(strategy$scope(), {
-    model <- keras_model_sequential(input_shape = 8) |> layer_dense(16, activation = "relu") |> layer_dense(2)
-    model |> compile(optimizer = optimizer_sgd(0.01), loss = "mse")
-  })
-  marker <- file.path(p$dir, sprintf("epoch%d_%d", p$mark_epoch, index))
-  ended <- 0L
-  cbs <- list(callback_lambda(on_epoch_end = function(epoch, logs) {
-    ended <<- ended + 1L
-    if (ended == p$mark_epoch) file.create(marker)
-  }))
-  if (!is.null(p$backup)) cbs <- c(list(callback_backup_and_restore(p$backup)), cbs)
-  model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
-  get_weights(model)
-}
-
 # The epoch a backup's metadata file records ({"epoch": E, "batch": B}).
 jsonlite_free_epoch <- function(path) {
   as.integer(sub('.*"epoch": *([0-9]+).*', "\\1", paste(readLines(path, warn = FALSE), collapse = "")))
-}
-
-wait_for_file <- function(path, seconds = 60) {
-  deadline <- Sys.time() + seconds
-  while (!file.exists(path) && Sys.time() < deadline) Sys.sleep(0.05)
-  file.exists(path)
 }
 
 test_that("kill -9 of one worker mid-epoch stops every other with a classed error within 10 s", {
@@ -277,7 +246,7 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   # Enough epochs that the kill after epoch 2 lands long before the end.
   p <- list(timeout = 30, dir = dir, epochs = 40, mark_epoch = 2)
   whole <- run_workers(long_body, p, 2)
-  expect(all(vapply(whole, function(r) isTRUE(r$ok), logical(1))), worker_report(whole))
+  expect_all_ok(whole)
   backup <- file.path(dir, "backup")
   p$backup <- backup
   p$dir <- file.path(dir, "first")
@@ -304,7 +273,7 @@ test_that("a job killed mid-training and restarted with backup-and-restore reach
   p$dir <- file.path(dir, "second")
   dir.create(p$dir)
   again <- run_workers(long_body, p, 2)
-  expect(all(vapply(again, function(r) isTRUE(r$ok), logical(1))), worker_report(again))
+  expect_all_ok(again)
   for (r in again) expect_lt(rel_diff(r$value, whole[[1]]$value), 1e-5)
   expect_identical(again[[1]]$value, again[[2]]$value)
   # The job ended: every worker deleted its copy, and backup_dir is gone.
@@ -335,7 +304,7 @@ test_that("workers batching their own shards train as one replica on the concate
   p <- list(devices = list("/cpu:0", c("/cpu:0", "/cpu:1")), rows = 41, batch = 8, epochs = 2,
             timeout = 60, shard = TRUE)
   res <- run_workers(shard_body, p, 2)
-  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  expect_all_ok(res)
   ref <- suppressMessages(shard_body(modifyList(p, list(shard = FALSE, batch = 16, devices = list("/cpu:0"))), 0L))
   for (r in res) {
     expect_lt(rel_diff(r$value$weights, ref$weights), 1e-5)
@@ -350,7 +319,7 @@ test_that("shards of different lengths end the epoch together", {
   p <- list(devices = list("/cpu:0", "/cpu:0"), rows = 40, batch = 8, epochs = 2, timeout = 30,
             shard = TRUE, take = list(20, 9))
   res <- run_workers(shard_body, p, 2, timeout = 90)
-  expect(all(vapply(res, function(r) isTRUE(r$ok), logical(1))), worker_report(res))
+  expect_all_ok(res)
   expect_identical(res[[1]]$value$weights, res[[2]]$value$weights)
   for (r in res) {
     expect_equal(as.numeric(r$value$iterations), 6)  # 3 steps per epoch on both

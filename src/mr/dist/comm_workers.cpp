@@ -34,10 +34,7 @@ class WorkerCommunicator final : public Communicator {
 
   int size() const override { return local_->size(); }
   std::string name() const override {
-    std::string s =
-        workers_->engine_name() + " across " + std::to_string(workers_->size()) + " workers";
-    if (local_->size() > 1) s += ", " + local_->name() + " within each";
-    return s;
+    return workers_->communicator_name(local_->name(), local_->size());
   }
   void reserve(int64_t floats) override {
     local_->reserve(floats);
@@ -113,7 +110,7 @@ class WatchedCommunicator final : public Communicator {
   ~WatchedCommunicator() override { workers_->unwatch(this); }
   int size() const override { return inner_->size(); }
   std::string name() const override {
-    return inner_->name() + " across " + std::to_string(workers_->size()) + " workers";
+    return workers_->communicator_name(inner_->name(), inner_->size());
   }
   void reserve(int64_t floats) override { inner_->reserve(floats); }
   void all_reduce_sum(int rank, Backend& be, float* buf, int64_t n) override {

@@ -177,12 +177,15 @@ void WorkerGroup::check_error_key() {
     fail(ErrorKind::interrupted, "interrupted while waiting for the other workers");
   if (!store_->check({"error"})) return;
   const std::string text = string_of(store_->get("error", kRequestSeconds));
-  // "<kind>\n<message>" from the chief, or a duplicated index's message.
+  // "<kind>\n<message>" from the chief (its own failure, whatever its kind),
+  // or a duplicated index's message (a value error).
   const size_t nl = text.find('\n');
-  if (nl != std::string::npos && text.compare(0, nl, kind_name(ErrorKind::timeout)) == 0)
-    fail(ErrorKind::timeout, text.substr(nl + 1));
-  if (nl != std::string::npos && text.compare(0, nl, kind_name(ErrorKind::value)) == 0)
-    fail(ErrorKind::value, text.substr(nl + 1));
+  if (nl != std::string::npos) {
+    for (ErrorKind k :
+         {ErrorKind::value, ErrorKind::shape, ErrorKind::io, ErrorKind::device,
+          ErrorKind::interrupted, ErrorKind::timeout, ErrorKind::worker, ErrorKind::internal})
+      if (text.compare(0, nl, kind_name(k)) == 0) fail(k, text.substr(nl + 1));
+  }
   fail(ErrorKind::value, text);
 }
 
@@ -287,6 +290,12 @@ std::string WorkerGroup::engine_name() const {
   return "unknown";
 }
 
+std::string WorkerGroup::communicator_name(const std::string& local, int local_size) const {
+  std::string s = engine_name() + " across " + std::to_string(size()) + " workers";
+  if (engine_ != CrossWorker::nccl && local_size > 1) s += ", " + local + " within each";
+  return s;
+}
+
 std::vector<std::string> WorkerGroup::all_gather_text(const std::string& what,
                                                       const std::string& mine) {
   std::lock_guard<std::mutex> lock(store_mu_);
@@ -349,23 +358,16 @@ void WorkerGroup::all_reduce_host(double* buf, int64_t n) {
     }
     return;
   }
-  std::lock_guard<std::mutex> lock(store_mu_);
-  const std::string base = "sum/" + std::to_string(++reductions_) + "/";
+  // Without a process group (NCCL jobs built without Gloo): every worker's
+  // sums through the store, added in worker order on every worker.
   const size_t bytes = static_cast<size_t>(n) * sizeof(double);
-  std::vector<char> mine(bytes);
-  std::memcpy(mine.data(), buf, bytes);
-  store_->set(base + std::to_string(rank()), mine);
-  std::vector<std::string> keys;
-  for (int i = 0; i < size(); ++i) keys.push_back(base + std::to_string(i));
-  store_->wait(
-      keys, options_.timeout, "summing the metrics over the workers",
-      [&](const std::string& key) { return spec_.describe(std::stoi(key.substr(base.size()))); });
+  const std::vector<std::string> parts =
+      all_gather_text("metrics", std::string(reinterpret_cast<const char*>(buf), bytes));
   std::vector<double> sum(static_cast<size_t>(n), 0.0), part(static_cast<size_t>(n));
-  for (const std::string& k : keys) {
-    const std::vector<char> v = store_->get(k, kRequestSeconds);
-    MR_CHECK(v.size() == bytes, worker, "a worker sent ", v.size(), " bytes of metrics, not ",
+  for (const std::string& p : parts) {
+    MR_CHECK(p.size() == bytes, worker, "a worker sent ", p.size(), " bytes of metrics, not ",
              bytes);
-    std::memcpy(part.data(), v.data(), bytes);
+    std::memcpy(part.data(), p.data(), bytes);
     for (int64_t i = 0; i < n; ++i) sum[static_cast<size_t>(i)] += part[static_cast<size_t>(i)];
   }
   std::memcpy(buf, sum.data(), bytes);
@@ -424,7 +426,7 @@ std::string WorkerGroup::diagnose() {
                : spec_.describe(0) + " cannot be reached (it died, or the network to it failed)";
   }
   std::string out;
-  if (!dead.empty()) out = dead + (dead.find(", ") != std::string::npos ? " died" : " died");
+  if (!dead.empty()) out = dead + " died";
   if (!silent.empty())
     out += (out.empty() ? "" : "; ") + silent + " stopped answering (stopped, hung or cut off)";
   return out;
@@ -474,11 +476,6 @@ void WorkerGroup::start_heartbeat() {
       }
       if (!note.empty() && !reported) {
         reported = true;
-        peer_lost_.store(true);
-        {
-          std::lock_guard<std::mutex> lock(beat_mu_);
-          lost_note_ = note;
-        }
         std::lock_guard<std::mutex> lock(watch_mu_);
         for (Communicator* c : watched_) c->abort(note);
       }

@@ -85,6 +85,11 @@ class WorkerGroup {
   CrossWorker engine() const { return engine_; }
   // "Gloo (TCP)" / "NCCL": what joins the workers (print()).
   std::string engine_name() const;
+  // What all-reduces a model's replicas in this job, for print() and
+  // Model::communicator_name(): NCCL's one communicator across the workers,
+  // or the engine across the workers with `local` (the name of this worker's
+  // own communicator of `local_size` replicas) within each.
+  std::string communicator_name(const std::string& local, int local_size) const;
   double timeout() const { return options_.timeout; }
   // The process group (null for NCCL jobs).
   ProcessGroup* group() const { return group_.get(); }
@@ -156,16 +161,12 @@ class WorkerGroup {
   CrossWorker engine_ = CrossWorker::gloo;
   std::unique_ptr<ProcessGroup> group_;
   int64_t models_ = 0;
-  int64_t reductions_ = 0;
   std::map<std::string, int64_t> exchanges_;  // all_gather_text's counts per name
 
   std::mutex watch_mu_;
   std::vector<Communicator*> watched_;
   std::atomic<bool> stop_{false};
   bool left_ = false;
-  std::atomic<bool> peer_lost_{false};
-  std::mutex beat_mu_;
-  std::string lost_note_;  // guarded by beat_mu_
   std::thread heartbeat_;
 };
 

@@ -6,8 +6,6 @@
 // two GPUs, and otherwise says that it was skipped. On CPU-only builds and
 // machines both skip.
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,36 +23,23 @@
 #include "tests/graphs.h"
 #include "tests/test_util.h"
 #include "tests/vignette_steps.h"
+#include "tests/worker_processes.h"  // free_port, loopback_cluster
 #include "train/model.h"
 
 namespace mr {
 namespace {
 
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  close(fd);
-  return port;
-}
+using testing_workers::free_port;
+using testing_workers::loopback_cluster;
 
-ClusterSpec loopback_cluster(const std::vector<int>& ports, int index) {
-  const Environment env;
-  std::string workers;
-  for (int p : ports)
-    workers +=
-        (workers.empty() ? "" : ", ") + std::string("\"127.0.0.1:") + std::to_string(p) + "\"";
-  const std::string json =
-      "{\"cluster\": {\"worker\": [" + workers +
-      "]}, \"task\": {\"type\": \"worker\", \"index\": " + std::to_string(index) + "}}";
-  return *resolve_cluster(json, env);
+// This process's part of a job of GPU workers on loopback (the rendezvous
+// and the collectives' deadline: `seconds`).
+std::shared_ptr<WorkerGroup> gpu_worker(ClusterSpec spec, double seconds) {
+  WorkerGroupOptions opt;
+  opt.gpu = true;
+  opt.timeout = seconds;
+  opt.rendezvous_timeout = seconds;
+  return std::make_shared<WorkerGroup>(std::move(spec), opt);
 }
 
 // 5 Adam steps of the vignette's model on batches of 64 (the last 37 rows)
@@ -81,11 +66,7 @@ bool require_nccl() {
 TEST(GpuMultiWorker, OneProcessOneGpuRunsTheNcclPathAcrossWorkers) {
   MR_REQUIRE_GPUS(1);
   if (!require_nccl()) GTEST_SKIP() << "built without NCCL";
-  WorkerGroupOptions opt;
-  opt.gpu = true;
-  opt.timeout = 30;
-  opt.rendezvous_timeout = 30;
-  auto group = std::make_shared<WorkerGroup>(loopback_cluster({free_port()}, 0), opt);
+  auto group = gpu_worker(loopback_cluster(free_port(), 1, 0), 30);
   EXPECT_EQ(group->engine(), CrossWorker::nccl);
   std::string comm;
   const std::vector<float> job = train5(DeviceSpec{DeviceKind::cuda, 0}, group, &comm);
@@ -105,22 +86,17 @@ TEST(GpuMultiWorker, TwoProcessesOfOneGpuEachMatchOneGpu) {
     GTEST_SKIP() << "two NCCL ranks across processes need two GPUs; this machine has " << gpus
                  << " (skipped)";
   if (!require_nccl()) GTEST_SKIP() << "built without NCCL";
-  const std::vector<int> ports{free_port(), free_port()};
+  const int port = free_port();  // the chief's store
   const std::string out = ::testing::TempDir() + "mr_mw_child.bin";
   const pid_t child = fork();
   if (child == 0) {
-    const std::string cfg = std::to_string(ports[0]) + "," + std::to_string(ports[1]);
-    setenv("MR_MW_CHILD", cfg.c_str(), 1);
+    setenv("MR_MW_CHILD", std::to_string(port).c_str(), 1);
     setenv("MR_MW_OUT", out.c_str(), 1);
     execl("/proc/self/exe", "mr_tests", "--gtest_filter=GpuMultiWorker.ChildWorker",
           static_cast<char*>(nullptr));
     _exit(127);
   }
-  WorkerGroupOptions opt;
-  opt.gpu = true;
-  opt.timeout = 60;
-  opt.rendezvous_timeout = 60;
-  auto group = std::make_shared<WorkerGroup>(loopback_cluster(ports, 0), opt);
+  auto group = gpu_worker(loopback_cluster(port, 2, 0), 60);
   const std::vector<float> job = train5(DeviceSpec{DeviceKind::cuda, 0}, group);
   int status = 0;
   waitpid(child, &status, 0);
@@ -136,14 +112,7 @@ TEST(GpuMultiWorker, TwoProcessesOfOneGpuEachMatchOneGpu) {
 TEST(GpuMultiWorker, ChildWorker) {
   const char* cfg = std::getenv("MR_MW_CHILD");
   if (cfg == nullptr) GTEST_SKIP() << "only run as the second worker of TwoProcessesOfOneGpuEach";
-  const std::string s(cfg);
-  const std::vector<int> ports{std::stoi(s.substr(0, s.find(','))),
-                               std::stoi(s.substr(s.find(',') + 1))};
-  WorkerGroupOptions opt;
-  opt.gpu = true;
-  opt.timeout = 60;
-  opt.rendezvous_timeout = 60;
-  auto group = std::make_shared<WorkerGroup>(loopback_cluster(ports, 1), opt);
+  auto group = gpu_worker(loopback_cluster(std::stoi(cfg), 2, 1), 60);
   const std::vector<float> p = train5(DeviceSpec{DeviceKind::cuda, 1}, group);
   std::ofstream out(std::getenv("MR_MW_OUT"), std::ios::binary);
   out.write(reinterpret_cast<const char*>(p.data()), static_cast<std::streamsize>(p.size() * 4));

@@ -78,6 +78,18 @@ struct GraphRun {
                static_cast<const float*>(aux.get()), static_cast<float*>(scratch.get()),
                dout_p.data(), din_p.data(), dw_p.data());
   }
+  // The backend's system allocations during `passes` forward + backward
+  // pairs after a first, warm-up pair (0: every buffer was sized up front).
+  int64_t allocations_after_warmup(int passes = 3) {
+    forward();
+    backward();
+    const int64_t before = be.system_allocations();
+    for (int i = 0; i < passes; ++i) {
+      forward();
+      backward();
+    }
+    return be.system_allocations() - before;
+  }
   Vec output(int i = 0) {
     return get(out[static_cast<size_t>(i)], static_cast<size_t>(g.output_floats(i, rows)));
   }

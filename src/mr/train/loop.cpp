@@ -229,9 +229,12 @@ LoopResult run_sharded_steps(Model& model, BatchSource& source, int64_t max_batc
     ~EndShard() { m.end_shard(); }
   } end_shard{model};
   StepCycle cycle(model, hooks, train);
-  HostBatch cur, next, shape;
+  HostBatch cur, next;
   bool mine = max_batches != 0 && cycle.draw([&] { return source.next(cur); });
-  bool have_shape = mine;
+  // A worker's batches come from its shard until it ends: only a worker with
+  // a first batch ever has one (its parts' widths serve the empty steps).
+  const bool have_shape = mine;
+  HostBatch shape;
   if (mine) shape = cur;
   int64_t total = max_batches != 0 ? model.share_rows(mine ? cur.rows : 0) : 0;
   while (total > 0) {
@@ -256,11 +259,7 @@ LoopResult run_sharded_steps(Model& model, BatchSource& source, int64_t max_batc
     });
     if (!go_on) break;
     if (max_batches >= 0 && cycle.batches() >= max_batches) break;
-    if (next_mine) {
-      std::swap(cur, next);
-      if (!have_shape) shape = cur;
-      have_shape = true;
-    }
+    if (next_mine) std::swap(cur, next);
     mine = next_mine;
     total = model.share_rows(mine ? cur.rows : 0);
   }

@@ -369,10 +369,7 @@ void Model::reset_metrics() {
 
 int64_t Model::share_rows(int64_t rows) {
   const std::shared_ptr<WorkerGroup>& w = replicas_.workers();
-  if (!w) {
-    replicas_.set_shard(0, rows);
-    return rows;
-  }
+  MR_CHECK(w != nullptr, internal, "a sharded step outside a multi-worker job");
   std::vector<int64_t> all(static_cast<size_t>(w->size()));
   ProcessGroup* g = w->group();
   if (g != nullptr) {
