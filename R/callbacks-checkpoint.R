@@ -429,19 +429,26 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
     # worker's copy holds. The workers back up at the same step boundaries
     # but each on its own, so a worker killed between the others' backup and
     # its own is one backup behind: every worker also keeps its previous
-    # backup (".bkp"), and the job falls back to it. Positions come from the
-    # small metadata files; then each worker loads one file (loading is a
-    # collective: the chief's weights are broadcast).
+    # backup (".bkp"), and the job falls back to it. A position is what
+    # restore() would resume from: the state recorded in the weights file
+    # (its metadata file may be older: a worker killed between writing the
+    # two), else the metadata of a Keras-written backup. Read without loading;
+    # then each worker loads one file (loading is a collective: the chief's
+    # weights are broadcast).
     restore_agreed = function() {
       workers <- self$model$strategy$workers
       info <- self$model$strategy$info
       files <- list(c(private$weights_path(), private$meta_path()),
                     paste0(c(private$weights_path(), private$meta_path()), ".bkp"))
       positions <- vapply(files, function(f) {
-        if (!file.exists(f[1]) || !file.exists(f[2])) return(NA_character_)
-        m <- tryCatch(parse_json_bytes(read_bytes(f[2]), f[2]), error = function(e) NULL)
-        if (is.null(m$epoch)) return(NA_character_)
-        sprintf("%d:%d", as.integer(m$epoch), as.integer(m$batch %||% 0L))
+        if (!file.exists(f[1])) return(NA_character_)
+        s <- tryCatch(weights_file_state(read_bytes(f[1]), f[1]), error = function(e) NULL)
+        if (is.null(s) && file.exists(f[2])) {
+          m <- tryCatch(parse_json_bytes(read_bytes(f[2]), f[2]), error = function(e) NULL)
+          if (!is.null(m$epoch)) s <- position_record(m$epoch, m$batch %||% 0L)
+        }
+        if (is.null(s$epoch)) return(NA_character_)
+        sprintf("%d:%d", as.integer(s$epoch), as.integer(s$step %||% 0L))
       }, character(1))
       mine <- paste(stats::na.omit(positions), collapse = ",")
       all <- with_core(cpp_workers_all_gather(workers, "backup positions", mine))
@@ -451,7 +458,7 @@ BackupAndRestore <- R6::R6Class("BackupAndRestore",
       if (length(common) == 0) {
         abort_kind("worker", c("The workers' backups have no position in common, so the job cannot resume.",
                                i = paste0(info$described, ": ", ifelse(nzchar(all), all, "none"),
-                                          " (epoch:batch)", collapse = "; "),
+                                          " (epoch:step)", collapse = "; "),
                                i = "Delete {.path {self$backup_dir}} on every worker to start afresh."),
                    call = NULL)
       }

@@ -467,6 +467,12 @@ load_model_weights <- function(model, filepath, skip_mismatch = FALSE, ...) {
 read_weights_file <- function(model, path) {
   bytes <- read_bytes(path)
   load_weights_bytes(model, bytes, path)
+  weights_file_state(bytes, path)
+}
+
+# The training state recorded in a .weights.h5 file's bytes (or NULL),
+# without loading its weights.
+weights_file_state <- function(bytes, path) {
   s <- with_core(cpp_weights_root_attr(bytes, path, "mirrored_state"), call = NULL)
   if (is.null(s)) return(NULL)
   tryCatch(with_core(cpp_json_parse(s, paste0("mirrored_state in ", path)), call = NULL),
