@@ -285,6 +285,13 @@ void StoreServer::Impl::handle(Client& c, const char* body, size_t n) {
       answer.push_back(kOk);
       break;
     }
+    case kErase: {
+      const std::string key = r.str();
+      if (!r.done()) break;
+      data.erase(key);
+      answer.push_back(kOk);
+      break;
+    }
     case kGet: {
       const std::string key = r.str();
       if (!r.done()) break;

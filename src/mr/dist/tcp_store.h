@@ -51,6 +51,8 @@ class StoreClient {
   StoreClient& operator=(const StoreClient&) = delete;
 
   void set(const std::string& key, const std::vector<char>& value);
+  // Removes `key` (nothing happens when it is absent).
+  void erase(const std::string& key);
   // The value of `key`, waiting for it up to `timeout` seconds (Error(timeout)
   // naming the key otherwise).
   std::vector<char> get(const std::string& key, double timeout);

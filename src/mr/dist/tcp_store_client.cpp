@@ -261,6 +261,15 @@ void StoreClient::set(const std::string& key, const std::vector<char>& value) {
   if (a.size() != 1 || a[0] != kOk) impl_->stopped("a malformed answer");
 }
 
+void StoreClient::erase(const std::string& key) {
+  check_key("erase", key);
+  std::vector<char> f = request(kErase);
+  put_str(f, key);
+  seal(f);
+  const std::vector<char> a = impl_->call(f, impl_->request_timeout, "erase");
+  if (a.size() != 1 || a[0] != kOk) impl_->stopped("a malformed answer");
+}
+
 std::vector<char> StoreClient::get(const std::string& key, double timeout) {
   check_timeout("get", timeout);
   check_key("get", key);

@@ -47,6 +47,7 @@ enum Op : uint8_t {
   kLost = 6,     // -> ok + u32 n, n strings
   kIdle = 7,     // who -> ok + i64 microseconds (-1: never connected)
   kGoodbye = 8,  // -> ok
+  kErase = 9,    // key -> ok (an absent key too)
 };
 enum Status : uint8_t { kOk = 0, kAbsent = 1, kFailed = 2 };
 

@@ -121,6 +121,13 @@ TEST(TcpStore, SetGetRoundTripsBinaryEmptyAndLargeValues) {
 
   b.set("empty", bytes("now set"));  // set overwrites
   EXPECT_EQ(a.get("empty", 1.0), bytes("now set"));
+
+  // erase() removes a key for every client; erasing an absent key is no error.
+  a.erase("big");
+  EXPECT_FALSE(b.check({"big"}));
+  EXPECT_TRUE(b.check({"empty", binary_key}));
+  EXPECT_NO_THROW(b.erase("big"));
+  EXPECT_THROW(b.get("big", 0.05), Error);
 }
 
 TEST(TcpStore, GetWaitsForAValueSetLaterByAnotherThread) {
