@@ -133,8 +133,12 @@ cpp_iterator_release <- function(it) {
     invisible(.Call(`_mirrored_cpp_iterator_release`, it))
 }
 
-cpp_dataset_source <- function(ds, continue_passes, arg, roles, used) {
-    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes, arg, roles, used)
+cpp_dataset_source <- function(ds, continue_passes, arg, roles, used, model) {
+    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes, arg, roles, used, model)
+}
+
+cpp_source_batches <- function(source) {
+    .Call(`_mirrored_cpp_source_batches`, source)
 }
 
 cpp_dataset_drain <- function(ds, step_seconds) {
@@ -147,6 +151,10 @@ cpp_dataset_from_idx <- function(paths) {
 
 cpp_dataset_from_npz <- function(path, keys) {
     .Call(`_mirrored_cpp_dataset_from_npz`, path, keys)
+}
+
+cpp_dataset_from_file_parts <- function(format, parts, keys) {
+    .Call(`_mirrored_cpp_dataset_from_file_parts`, format, parts, keys)
 }
 
 cpp_model_set_device_input <- function(ptr, mode) {
@@ -247,6 +255,10 @@ cpp_model_inject_fault <- function(ptr, rank, step, kind, seconds) {
 
 cpp_read_npz <- function(path) {
     .Call(`_mirrored_cpp_read_npz`, path)
+}
+
+cpp_write_npz <- function(path, arrays) {
+    invisible(.Call(`_mirrored_cpp_write_npz`, path, arrays))
 }
 
 cpp_lr_schedule_values <- function(schedule, steps) {

@@ -298,7 +298,7 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
     check_loss_output(model, call = call)
     source <- class_weight_source(model, source, class_weight_table(model, class_weight, call = call), "x",
                                   call = call)
-    return(list(source = source, steps = steps_per_epoch %||% dataset_steps(x, "x", what = "steps_per_epoch"),
+    return(list(source = source, steps = steps_per_epoch %||% source_steps(source, x, "x", what = "steps_per_epoch"),
                 seed = NULL, held_out = NULL))
   }
   if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.", call = call)
@@ -354,7 +354,7 @@ inference_data <- function(model, x, y, batch_size, steps, targets, sample_weigh
   if (is_dataset(x)) {
     source <- dataset_batch_source(model, x, "x", targets = targets, call = call)
     if (targets) check_loss_output(model, call = call)
-    return(list(source, steps %||% dataset_steps(x, "x", what = "steps", call = call)))
+    return(list(source, steps %||% source_steps(source, x, "x", what = "steps", call = call)))
   }
   if (is.null(x) || (targets && is.null(y))) {
     abort_value(if (targets) "{.arg x} and {.arg y} are required." else "{.arg x} is required.", call = call)
@@ -540,8 +540,21 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
     }
   }
   extra <- if (is.na(n)) as.integer(n_out == 1) else max(0L, n - n_in - n_out)
-  with_core(cpp_dataset_source(ds$ptr, continue, arg, dataset_roles(model, extra), if (targets) -1 else n_in),
+  # fit() and evaluate() of a multi-worker job: each worker may read its own
+  # files of a dataset stored in parts (predict() computes every row everywhere).
+  with_core(cpp_dataset_source(ds$ptr, continue, arg, dataset_roles(model, extra), if (targets) -1 else n_in,
+                               if (targets) model$ptr()),
             call = call)
+}
+
+# Steps of a pass over a dataset's batch source: a multi-worker job's, when
+# each worker reads its own files (the most of any worker), else the
+# dataset's; NULL when only iterating tells.
+source_steps <- function(source, ds, arg, what, call = sys.call(-1)) {
+  n <- dataset_steps(ds, arg, what = what, call = call)
+  if (is.null(n)) return(NULL)
+  steps <- with_core(cpp_source_batches(source), call = call)
+  if (is.na(steps)) NULL else steps
 }
 
 # Elements of nested lists (list(list(a, b), y), list(x = list(a = , b = ),

@@ -399,8 +399,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_dataset_source
-SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg, std::vector<std::string> roles, double used);
-RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP, SEXP argSEXP, SEXP rolesSEXP, SEXP usedSEXP) {
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg, std::vector<std::string> roles, double used, SEXP model);
+RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP, SEXP argSEXP, SEXP rolesSEXP, SEXP usedSEXP, SEXP modelSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -409,7 +409,19 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type arg(argSEXP);
     Rcpp::traits::input_parameter< std::vector<std::string> >::type roles(rolesSEXP);
     Rcpp::traits::input_parameter< double >::type used(usedSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes, arg, roles, used));
+    Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes, arg, roles, used, model));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_source_batches
+double cpp_source_batches(SEXP source);
+RcppExport SEXP _mirrored_cpp_source_batches(SEXP sourceSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_source_batches(source));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -445,6 +457,19 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
     Rcpp::traits::input_parameter< std::vector<std::string> >::type keys(keysSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_dataset_from_npz(path, keys));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_from_file_parts
+SEXP cpp_dataset_from_file_parts(std::string format, Rcpp::List parts, std::vector<std::string> keys);
+RcppExport SEXP _mirrored_cpp_dataset_from_file_parts(SEXP formatSEXP, SEXP partsSEXP, SEXP keysSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type format(formatSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type parts(partsSEXP);
+    Rcpp::traits::input_parameter< std::vector<std::string> >::type keys(keysSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_from_file_parts(format, parts, keys));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -744,6 +769,17 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_read_npz(path));
     return rcpp_result_gen;
+END_RCPP
+}
+// cpp_write_npz
+void cpp_write_npz(std::string path, Rcpp::List arrays);
+RcppExport SEXP _mirrored_cpp_write_npz(SEXP pathSEXP, SEXP arraysSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type path(pathSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type arrays(arraysSEXP);
+    cpp_write_npz(path, arrays);
+    return R_NilValue;
 END_RCPP
 }
 // cpp_lr_schedule_values
@@ -1214,10 +1250,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
     {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},
     {"_mirrored_cpp_iterator_release", (DL_FUNC) &_mirrored_cpp_iterator_release, 1},
-    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 5},
+    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 6},
+    {"_mirrored_cpp_source_batches", (DL_FUNC) &_mirrored_cpp_source_batches, 1},
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},
     {"_mirrored_cpp_dataset_from_npz", (DL_FUNC) &_mirrored_cpp_dataset_from_npz, 2},
+    {"_mirrored_cpp_dataset_from_file_parts", (DL_FUNC) &_mirrored_cpp_dataset_from_file_parts, 3},
     {"_mirrored_cpp_model_set_device_input", (DL_FUNC) &_mirrored_cpp_model_set_device_input, 2},
     {"_mirrored_cpp_model_set_resident_input", (DL_FUNC) &_mirrored_cpp_model_set_resident_input, 3},
     {"_mirrored_cpp_model_release_resident_input", (DL_FUNC) &_mirrored_cpp_model_release_resident_input, 1},
@@ -1243,6 +1281,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_model_replica_info", (DL_FUNC) &_mirrored_cpp_model_replica_info, 1},
     {"_mirrored_cpp_model_inject_fault", (DL_FUNC) &_mirrored_cpp_model_inject_fault, 5},
     {"_mirrored_cpp_read_npz", (DL_FUNC) &_mirrored_cpp_read_npz, 1},
+    {"_mirrored_cpp_write_npz", (DL_FUNC) &_mirrored_cpp_write_npz, 2},
     {"_mirrored_cpp_lr_schedule_values", (DL_FUNC) &_mirrored_cpp_lr_schedule_values, 2},
     {"_mirrored_cpp_model_current_learning_rate", (DL_FUNC) &_mirrored_cpp_model_current_learning_rate, 1},
     {"_mirrored_cpp_model_finalize_optimizer", (DL_FUNC) &_mirrored_cpp_model_finalize_optimizer, 1},

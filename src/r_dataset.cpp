@@ -14,12 +14,15 @@
 #include "data/builtin_transforms.h"
 #include "data/cache.h"
 #include "data/dataset_source.h"
+#include "data/file_parts.h"
 #include "data/file_sources.h"
 #include "data/map.h"
 #include "data/prefetch.h"
 #include "data/sources.h"
 #include "data/transforms.h"
+#include "dist/worker_data.h"
 #include "r_glue.h"
+#include "train/model.h"
 
 using mr_glue::guarded;
 
@@ -363,15 +366,37 @@ void cpp_iterator_release(SEXP it) {
 // The batch source of fit()/evaluate()/predict(). continue_passes: keep one
 // pass going across epochs (steps_per_epoch given). `arg` and `roles` name
 // the data and its components in errors (a non-finite value); only the
-// first `used` components are checked (-1: all).
+// first `used` components are checked (-1: all). `model`: a multi-worker
+// job's model whose workers each read their own files of a dataset stored
+// as several (dist/worker_data.h); NULL for predict(), which computes every
+// row on every worker.
 // [[Rcpp::export]]
 SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg,
-                        std::vector<std::string> roles, double used) {
+                        std::vector<std::string> roles, double used, SEXP model) {
   return guarded([&]() -> SEXP {
-    auto ds_source = std::make_shared<mr::DatasetSource>(get(ds), continue_passes);
+    mr::DatasetPtr data = get(ds);
+    mr::FileShards shards;
+    if (model != R_NilValue) {
+      Rcpp::XPtr<mr::Model> m(model);
+      if (m->workers()) shards = mr::worker_dataset(*m->workers(), data);
+    }
+    auto ds_source = std::make_shared<mr::DatasetSource>(shards.dataset ? shards.dataset : data,
+                                                         continue_passes);
+    if (shards.dataset) ds_source->set_job_batches(shards.global_batches);
     ds_source->describe(arg, roles, static_cast<int64_t>(used));
     auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(std::move(ds_source));
     return Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>(source.release(), true);
+  });
+}
+
+// Batches of a pass of a batch source (NA when unknown, Inf when infinite).
+// [[Rcpp::export]]
+double cpp_source_batches(SEXP source) {
+  return guarded([&] {
+    Rcpp::XPtr<std::shared_ptr<mr::BatchSource>> p(source);
+    MR_CHECK(p.get() != nullptr && *p != nullptr, internal, "the batch source handle is empty");
+    const int64_t n = (*p)->batches();
+    return n >= 0 ? static_cast<double>(n) : NA_REAL;
   });
 }
 
@@ -409,4 +434,19 @@ SEXP cpp_dataset_from_idx(std::vector<std::string> paths) {
 SEXP cpp_dataset_from_npz(std::string path, std::vector<std::string> keys) {
   return guarded(
       [&] { return wrap(std::make_shared<mr::TensorSlicesDataset>(mr::npz_source(path, keys))); });
+}
+
+// i16: a dataset stored as several files, read one part at a time: `parts`
+// is a list of character vectors (an .npz file, or one IDX file per
+// component, per part).
+// [[Rcpp::export]]
+SEXP cpp_dataset_from_file_parts(std::string format, Rcpp::List parts,
+                                 std::vector<std::string> keys) {
+  return guarded([&] {
+    std::vector<std::vector<std::string>> paths;
+    for (R_xlen_t i = 0; i < parts.size(); ++i)
+      paths.push_back(Rcpp::as<std::vector<std::string>>(parts[i]));
+    const mr::FileFormat f = format == "idx" ? mr::FileFormat::idx : mr::FileFormat::npz;
+    return wrap(std::make_shared<mr::FilePartsDataset>(f, std::move(paths), std::move(keys)));
+  });
 }

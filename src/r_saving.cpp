@@ -61,6 +61,7 @@ class SkipSource final : public mr::BatchSource {
   }
   bool next(mr::HostBatch& batch) override { return inner_->next(batch); }
   int64_t batches() const override { return inner_->batches(); }
+  bool sharded() const override { return inner_->sharded(); }
 
  private:
   std::shared_ptr<mr::BatchSource> inner_;

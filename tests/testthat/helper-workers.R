@@ -3,6 +3,11 @@
 # with the values in `params` and saves what it returns (or the condition it
 # raised) to an RDS file.
 
+skip_if_no_workers <- function() {
+  skip_if_not(mirrored:::built_with_gloo(), "this build has no Gloo")
+  skip_if_not_installed("processx")
+}
+
 # A TCP port nobody listens on now (the chief's store binds it next).
 free_port <- function() {
   for (i in 1:50) {

@@ -40,11 +40,6 @@ test_that("multi_worker_mirrored_strategy() checks its arguments and the cluster
   })
 })
 
-skip_if_no_workers <- function() {
-  skip_if_not(mirrored:::built_with_gloo(), "this build has no Gloo")
-  skip_if_not_installed("processx")
-}
-
 # One training run: the same code in a worker process and in this process
 # (where no cluster is set, so the strategy is a worker alone).
 train_body <- function(p, index) {

@@ -283,6 +283,11 @@ class CacheDataset final : public Dataset {
   std::string label() const override {
     return filename_.empty() ? "cache(filename = \"\")" : "cache(filename = \"" + filename_ + "\")";
   }
+  // A fresh cache (nothing recorded) over the new input.
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<CacheDataset>(std::move(in), filename_);
+  }
+  std::string cache_file() const override { return filename_; }
   int64_t memory_bytes() const override {
     std::lock_guard<std::mutex> lock(store_->mu);
     return store_->complete ? store_->bytes : 0;

@@ -30,6 +30,7 @@ class ClassWeightSource final : public BatchSource {
   void reset(int64_t epoch) override { inner_->reset(epoch); }
   bool next(HostBatch& batch) override;
   int64_t batches() const override { return inner_->batches(); }
+  bool sharded() const override { return inner_->sharded(); }
 
  private:
   std::shared_ptr<BatchSource> inner_;

@@ -1,6 +1,12 @@
 #include "data/dataset.h"
 
+#include "core/error.h"
+
 namespace mr {
+
+DatasetPtr Dataset::with_input(DatasetPtr) const {
+  fail(ErrorKind::internal, label(), " has no input to replace");
+}
 
 void Dataset::fingerprint(Hasher& h) const {
   h.str(label());

@@ -51,6 +51,14 @@ class Dataset {
   virtual bool sharded() const { return input() != nullptr && input()->sharded(); }
   // Bytes this node holds itself (a source's arrays, a filled memory cache).
   virtual int64_t memory_bytes() const { return 0; }
+  // i16: this transform over another input, with the same arguments (a
+  // multi-worker job rebuilds a chain over a worker's files, data/auto_shard.h).
+  // Sources have no input and throw.
+  virtual DatasetPtr with_input(DatasetPtr input) const;
+  // i16: batch()'s arguments (false for other nodes).
+  virtual bool batching(int64_t& /*batch_size*/, bool& /*drop_remainder*/) const { return false; }
+  // i16: a file cache's path (empty for other nodes and memory caches).
+  virtual std::string cache_file() const { return {}; }
   // Adds the definition of this node and its inputs (not its pass state).
   virtual void fingerprint(Hasher& h) const;
 

@@ -89,7 +89,7 @@ bool DatasetSource::next(HostBatch& batch) {
 bool DatasetSource::sharded() const { return dataset_->sharded(); }
 
 int64_t DatasetSource::batches() const {
-  const int64_t n = dataset_->cardinality();
+  const int64_t n = job_batches_.value_or(dataset_->cardinality());
   return n >= 0 ? n : -1;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,9 @@ class DatasetSource final : public BatchSource {
   bool next(HostBatch& batch) override;
   int64_t batches() const override;
   bool sharded() const override;
+  // i16: a worker's own part of a multi-worker job's data: the job's steps
+  // per pass (the most of any worker), which batches() then reports.
+  void set_job_batches(int64_t n) { job_batches_ = n; }
   // Components per element seen in the last batch.
   size_t components() const { return components_; }
   // How errors name the data: `arg` is the user's argument ("x",
@@ -50,6 +54,7 @@ class DatasetSource final : public BatchSource {
   std::string arg_ = "the dataset";
   std::vector<std::string> roles_;
   int64_t used_ = -1;
+  std::optional<int64_t> job_batches_;
 };
 
 }  // namespace mr

@@ -39,6 +39,9 @@ class MapDataset final : public Dataset {
     fn_->fingerprint(h);
     input_->fingerprint(h);
   }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<MapDataset>(std::move(in), fn_);
+  }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     std::unique_ptr<Iterator> in = input_->iterate(key);
     // The caller's thread will spend its time in the function: let the pure

@@ -77,6 +77,9 @@ class PrefetchDataset final : public Dataset {
     return size_ == kAutotune ? "prefetch(buffer_size = AUTOTUNE)"
                               : "prefetch(buffer_size = " + std::to_string(size_) + ")";
   }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<PrefetchDataset>(std::move(in), size_);
+  }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     // R code cannot run on another thread: behind an R map, prefetch is a
     // pass-through (the map itself runs its C++ input ahead, see map.h).

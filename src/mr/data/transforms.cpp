@@ -97,6 +97,14 @@ class BatchDataset final : public Unary {
       : Unary(std::move(in)), size_(size), drop_(drop) {
     MR_CHECK(size_ > 0, value, "`batch_size` must be a positive integer, got ", size_);
   }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<BatchDataset>(std::move(in), size_, drop_);
+  }
+  bool batching(int64_t& size, bool& drop) const override {
+    size = size_;
+    drop = drop_;
+    return true;
+  }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<BatchIterator>(input_->iterate(key), size_, drop_);
   }
@@ -169,6 +177,9 @@ class ShuffleDataset final : public Unary {
       : Unary(std::move(in)), size_(size), seed_(seed), reshuffle_(reshuffle) {
     MR_CHECK(size_ > 0, value, "`buffer_size` must be a positive integer, got ", size_);
   }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<ShuffleDataset>(std::move(in), size_, seed_, reshuffle_);
+  }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<ShuffleIterator>(input_->iterate(key), size_, seed_,
                                              reshuffle_ ? key : 0);
@@ -228,6 +239,9 @@ class RepeatDataset final : public Unary {
  public:
   RepeatDataset(DatasetPtr in, int64_t count) : Unary(std::move(in)), count_(count) {
     MR_CHECK(count_ >= -1, value, "`count` must be -1 (forever) or >= 0, got ", count_);
+  }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<RepeatDataset>(std::move(in), count_);
   }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<RepeatIterator>(input_, count_, key);
@@ -297,6 +311,9 @@ class TakeDataset final : public Unary {
   TakeDataset(DatasetPtr in, int64_t count) : Unary(std::move(in)), count_(count) {
     MR_CHECK(count_ >= -1, value, "`count` must be -1 (all) or >= 0, got ", count_);
   }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<TakeDataset>(std::move(in), count_);
+  }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<TakeIterator>(input_->iterate(key), count_);
   }
@@ -317,6 +334,9 @@ class SkipDataset final : public Unary {
  public:
   SkipDataset(DatasetPtr in, int64_t count) : Unary(std::move(in)), count_(count) {
     MR_CHECK(count_ >= -1, value, "`count` must be -1 (all) or >= 0, got ", count_);
+  }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<SkipDataset>(std::move(in), count_);
   }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<SkipIterator>(input_->iterate(key), count_);
@@ -357,6 +377,9 @@ class ShardDataset final : public Unary {
       : Unary(std::move(in)), n_(n), index_(index) {
     MR_CHECK(n_ >= 1, value, "`num_shards` must be >= 1, got ", n_);
     MR_CHECK(index_ >= 0 && index_ < n_, value, "`index` must be in [0, ", n_, "), got ", index_);
+  }
+  DatasetPtr with_input(DatasetPtr in) const override {
+    return std::make_shared<ShardDataset>(std::move(in), n_, index_);
   }
   std::unique_ptr<Iterator> iterate(uint64_t key) const override {
     return std::make_unique<ShardIterator>(input_->iterate(key), n_, index_);

@@ -9,6 +9,7 @@
 
 #include "build_config.h"
 #include "core/json.h"
+#include "dist/batch_split.h"
 #include "dist/communicator.h"
 
 namespace mr {
@@ -261,7 +262,10 @@ void WorkerGroup::rendezvous() {
              lacking(&WorkerInfo::nccl));
     engine_ = CrossWorker::nccl;
   }
-  if (engine_ != CrossWorker::nccl)
+  // NCCL jobs get a Gloo group too when every worker has Gloo: the host's
+  // exchanges between steps (metrics, a sharded step's batch sizes) then go
+  // through it rather than through the chief's store.
+  if (engine_ != CrossWorker::nccl || all(&WorkerInfo::gloo))
     group_ = make_gloo_group(*store_, "gloo/", me, n, spec_.bind_host, options_.timeout);
 }
 
@@ -270,6 +274,18 @@ int WorkerGroup::worker_of_replica(int g) const {
   int w = 0;
   while (w + 1 < size() && first_[static_cast<size_t>(w + 1)] <= g) ++w;
   return w;
+}
+
+int64_t WorkerGroup::worker_rows(int64_t global_rows, int w) const {
+  MR_CHECK(w >= 0 && w < size(), internal, "no worker ", w);
+  const int first = first_[static_cast<size_t>(w)];
+  const int count = infos_[static_cast<size_t>(w)].replicas;
+  int64_t rows = 0, begin = 0, n = 0;
+  for (int r = first; r < first + count; ++r) {
+    replica_slice(global_rows, global_replicas_, r, begin, n);
+    rows += n;
+  }
+  return rows;
 }
 
 int WorkerGroup::workers_on_this_host() const {
@@ -309,6 +325,13 @@ std::vector<std::string> WorkerGroup::all_gather_text(const std::string& what,
       [&](const std::string& key) { return spec_.describe(std::stoi(key.substr(base.size()))); });
   std::vector<std::string> all;
   for (const std::string& k : keys) all.push_back(string_of(store_->get(k, kRequestSeconds)));
+  // Every worker wrote this exchange's key after reading all of the
+  // previous one: this worker's previous key is read by all and goes, so
+  // an exchange every step (the batch sizes of a sharded step without a
+  // process group) keeps the store's size bounded.
+  if (exchanges_[what] > 1)
+    store_->erase("text/" + what + "/" + std::to_string(exchanges_[what] - 1) + "/" +
+                  std::to_string(rank()));
   return all;
 }
 

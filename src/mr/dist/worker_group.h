@@ -79,6 +79,9 @@ class WorkerGroup {
   int global_replicas() const { return global_replicas_; }
   // The worker that holds global replica `g`.
   int worker_of_replica(int g) const;
+  // The rows of a global batch of `global_rows` that worker `w`'s replicas
+  // take (the batch-split rule, dist/batch_split.h).
+  int64_t worker_rows(int64_t global_rows, int w) const;
   // The job's workers on this worker's host (itself included), by host
   // name: they share its cores.
   int workers_on_this_host() const;
@@ -91,7 +94,7 @@ class WorkerGroup {
   // own communicator of `local_size` replicas) within each.
   std::string communicator_name(const std::string& local, int local_size) const;
   double timeout() const { return options_.timeout; }
-  // The process group (null for NCCL jobs).
+  // The process group (null for NCCL jobs whose workers lack Gloo).
   ProcessGroup* group() const { return group_.get(); }
 
   // A model placed on the job: every worker must build the same one. Every

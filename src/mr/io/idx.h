@@ -19,4 +19,7 @@ struct IdxArray {
 // number, absurd dimensions or a file shorter (or longer) than its header says.
 IdxArray read_idx(const std::string& path);
 
+// The dimensions alone, from the header (the data is not read).
+std::vector<int64_t> read_idx_dims(const std::string& path);
+
 }  // namespace mr

@@ -1,7 +1,8 @@
-// Reader for NumPy .npz archives (a zip of .npy files), as Keras ships
-// mnist.npz. Only what datasets need: unsigned bytes ('|u1') and little-endian
-// int64 ('<i8') arrays in C order; anything else is refused with an io error
-// naming the archive and the member.
+// Reader and writer for NumPy .npz archives (a zip of .npy files), as Keras
+// ships mnist.npz. Only what datasets need: unsigned bytes ('|u1'),
+// little-endian int64 ('<i8'), float32 ('<f4') and float64 ('<f8') arrays in
+// C order; anything else is refused with an io error naming the archive and
+// the member. float64 values are read as float32, what the core computes in.
 #pragma once
 
 #include <cstdint>
@@ -11,18 +12,49 @@
 
 namespace mr {
 
+enum class NpyDtype { u8, i64, f32, f64 };
+
 struct NpyArray {
   std::vector<int64_t> dims;
   bool is_int64 = false;
-  std::vector<uint8_t> u8;   // when !is_int64
+  bool is_float = false;     // '<f4' or '<f8'
+  std::vector<uint8_t> u8;   // when neither
   std::vector<int64_t> i64;  // when is_int64
+  std::vector<float> f32;    // when is_float
   int64_t size() const;
 };
+
+// The header of a .npy file: what parse_npy() would return, without the data.
+struct NpyHeader {
+  std::vector<int64_t> dims;
+  NpyDtype dtype = NpyDtype::u8;
+  size_t data_offset = 0;  // where the values start
+  size_t data_bytes = 0;   // what the shape and type need
+};
+// Parses the header at the start of `n` bytes (which may end after it).
+NpyHeader parse_npy_header(const uint8_t* bytes, size_t n, const std::string& what);
 
 // Parses one .npy file held in memory (`what` names it in errors).
 NpyArray parse_npy(const std::vector<uint8_t>& bytes, const std::string& what);
 
 // The members of an .npz archive, keyed without their ".npy" suffix.
 std::map<std::string, NpyArray> read_npz(const std::string& path);
+
+// An array to write: its values row-major (C order), little-endian, as
+// `dtype` says (u8: 1 byte each, i64 and f64: 8, f32: 4).
+struct NpyMember {
+  std::string name;  // without ".npy"
+  std::vector<int64_t> dims;
+  NpyDtype dtype = NpyDtype::f64;
+  std::vector<uint8_t> data;
+};
+
+// The bytes of an .npz archive holding `members` (stored, uncompressed, as
+// numpy.savez writes them); `what` names it in errors.
+std::vector<uint8_t> npz_bytes(const std::vector<NpyMember>& members, const std::string& what);
+
+// The headers of an .npz archive's members, reading (inflating) only the
+// headers; a member whose size does not match its header is refused.
+std::map<std::string, NpyHeader> read_npz_headers(const std::string& path);
 
 }  // namespace mr

@@ -34,7 +34,7 @@ std::vector<uint8_t> npy(const std::string& descr, const std::string& shape, siz
   return b;
 }
 
-TEST(Npz, ParsesBytesAndInt64AndRefusesOthers) {
+TEST(Npz, ParsesBytesInt64AndFloatsAndRefusesOthers) {
   auto a = parse_npy(npy("|u1", "(2, 3)", 6), "x");
   EXPECT_EQ(a.dims, std::vector<int64_t>({2, 3}));
   EXPECT_EQ(a.u8[5], 15);
@@ -42,7 +42,9 @@ TEST(Npz, ParsesBytesAndInt64AndRefusesOthers) {
   EXPECT_TRUE(b.is_int64);
   EXPECT_EQ(b.dims, std::vector<int64_t>({2}));
   EXPECT_EQ(b.i64[0], 0x15120f0c09060300LL);
-  EXPECT_THROW(parse_npy(npy("<f4", "(2,)", 8), "z"), Error);
+  EXPECT_EQ(parse_npy(npy("<f4", "(2,)", 8), "z").f32.size(), 2u);
+  EXPECT_THROW(parse_npy(npy("<f2", "(2,)", 4), "z"), Error);
+  EXPECT_THROW(parse_npy(npy(">f8", "(2,)", 16), "z"), Error);
   EXPECT_THROW(parse_npy(npy("|u1", "(2, 3)", 6, true), "z"), Error);
   EXPECT_THROW(parse_npy(npy("|u1", "(2, 3)", 5), "z"), Error);
   auto bad = npy("|u1", "(1,)", 1);

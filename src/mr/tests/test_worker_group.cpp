@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dist/process_group.h"
+#include "dist/tcp_store.h"
 #include "dist/worker_group.h"
 #include "tests/graphs.h"
 #include "tests/worker_processes.h"
@@ -136,13 +137,25 @@ TEST(WorkerGroup, HostSumsTextExchangesAndEqualModels) {
                    std::to_string(want);
         }
         s += "sums-exact";
-        for (int round = 0; round < 2; ++round) {
+        for (int round = 0; round < 4; ++round) {
           const auto all = g.all_gather_text(
               "probe", "round " + std::to_string(round) + " from worker " + std::to_string(k));
+          if (round >= 2) continue;
           s += " [";
           for (const std::string& t : all) s += t + ";";
           s += "]";
         }
+        // Once every worker is past the last round (this exchange), only the
+        // last round's keys are left in the store: each worker erased its
+        // earlier ones.
+        g.all_gather_text("sync", "");
+        StoreClient probe("127.0.0.1", port, 5.0, "probe " + std::to_string(k));
+        for (int gen = 1; gen <= 4; ++gen)
+          for (int w = 0; w < n; ++w)
+            if (probe.check({"text/probe/" + std::to_string(gen) + "/" + std::to_string(w)}) !=
+                (gen == 4))
+              return "key of exchange " + std::to_string(gen) + " of worker " + std::to_string(w) +
+                     (gen == 4 ? " missing" : " left behind");
         const int64_t a = g.join_model("Dense (None, 4)\n", "1 layer");
         const int64_t b = g.join_model("Dense (None, 5)\n", "1 layer");
         s += " models " + std::to_string(a) + " " + std::to_string(b);
