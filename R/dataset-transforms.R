@@ -120,7 +120,9 @@ dataset_skip <- function(dataset, count) {
 #' the sum of the workers' batches (so give [dataset_batch()] the global batch
 #' divided by the number of workers). The workers say how many rows they have
 #' at every step, so shards of different lengths end the epoch together:
-#' a worker whose shard ended joins the remaining steps with no rows.
+#' a worker whose shard ended joins the remaining steps with no rows. A
+#' dataset stored in several files is sharded by file without this (see
+#' [npz_dataset()]).
 #'
 #' @inheritParams dataset_batch
 #' @param num_shards The number of shards (e.g.

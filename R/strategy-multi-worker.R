@@ -89,7 +89,10 @@ MultiWorkerStrategy <- R6::R6Class("multi_worker_mirrored_strategy",
 #' data and its replicas take their rows of each global batch (`batch_size`
 #' is the global batch); the rows a replica takes, and its dropout keys,
 #' depend only on the row's position in the global batch, so results do not
-#' depend on how replicas are spread over workers. Progress lines during an
+#' depend on how replicas are spread over workers. A dataset stored in at
+#' least as many files as there are workers ([npz_dataset()] of several
+#' files) is sharded by file, as `tf.data` does: each worker reads its own
+#' files and batches its replicas' share of the global batch. Progress lines during an
 #' epoch show the rows of the worker's own replicas; the epoch's logs (the
 #' history, callbacks, `evaluate()`) are summed over every worker.
 #' `predict()` computes every row on each worker's own replicas.

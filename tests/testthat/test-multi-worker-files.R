@@ -75,3 +75,30 @@ test_that("a dataset with fewer parts than workers is read whole by each and mat
     expect_equal(as.numeric(r$value$iterations), 8)
   }
 })
+
+weighted_body <- function(p, index) {
+  strategy <- multi_worker_mirrored_strategy(devices = "/cpu:0", timeout = p$timeout)
+  set_random_seed(8)
+  with(strategy$scope(), {
+    model <- keras_model_sequential(input_shape = 4) |> layer_dense(3)
+    model |> compile(optimizer = optimizer_sgd(0.1), loss = loss_sparse_categorical_crossentropy(from_logits = TRUE))
+  })
+  ds <- tensor_slices_dataset(list(p$x, p$y))
+  if (!is.null(p$shards)) ds <- ds |> dataset_shard(p$shards, index)
+  model |> fit(ds |> dataset_batch(p$batch), epochs = 2, verbose = 0, class_weight = list("0" = 1, "1" = 3, "2" = 0.5))
+  get_weights(model)
+}
+
+test_that("class_weight keeps a sharded dataset on the sharded path", {
+  skip_if_no_workers()
+  # Shard i of 2 holds the rows i, i + 2, ...: a step's global batch is
+  # worker 0's 8 even rows then worker 1's 8 odd rows of a block of 16.
+  set.seed(2)
+  x <- matrix(rnorm(32 * 4), ncol = 4)
+  y <- sample(0:2, 32, replace = TRUE)
+  res <- run_workers(weighted_body, list(x = x, y = y, shards = 2, batch = 8, timeout = 60), 2)
+  expect_all_ok(res)
+  order <- c(seq(1, 16, 2), seq(2, 16, 2), seq(17, 32, 2), seq(18, 32, 2))
+  ref <- suppressMessages(weighted_body(list(x = x[order, ], y = y[order], batch = 16), 0L))
+  for (r in res) expect_lt(rel_diff(r$value, ref), 1e-5)
+})
