@@ -53,8 +53,19 @@ pipe <- tensor_slices_dataset(list(xi, mn$train$y)) |> dataset_shuffle(10000, se
   dataset_batch(64) |> dataset_rescale(1 / 255) |> dataset_prefetch()
 plain <- tensor_slices_dataset(list(xi, mn$train$y)) |> dataset_batch(64) |> dataset_rescale(1 / 255) |>
   dataset_prefetch()
-for (what in c("shuffle", "plain")) {
-  ds <- if (what == "shuffle") pipe else plain
+# 4. The same digits stored as 10 .npz parts, read from the files every pass
+#    (npz_dataset() of several files: one part in memory at a time).
+parts_dir <- tempfile("parts")
+dir.create(parts_dir)
+parts <- file.path(parts_dir, sprintf("part-%02d.npz", 0:9))
+for (i in 0:9) {
+  rows <- i * 1000 + seq_len(1000)
+  write_npz(list(x = array(as.raw(xi[rows, ]), c(1000, 784)), y = as.raw(mn$train$y[rows])), parts[i + 1])
+}
+from_files <- npz_dataset(parts, c("x", "y")) |> dataset_batch(64) |> dataset_rescale(1 / 255) |>
+  dataset_prefetch()
+for (what in c("shuffle", "plain", "parts")) {
+  ds <- switch(what, shuffle = pipe, plain = plain, parts = from_files)
   invisible(drain(ds, 0))
   n <- 0; s <- 0
   for (e in seq_len(epochs)) { r <- drain(ds, 0); n <- n + r[["elements"]]; s <- s + r[["seconds"]] }
