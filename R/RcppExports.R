@@ -393,6 +393,10 @@ cpp_workers_close <- function(xp) {
     invisible(.Call(`_mirrored_cpp_workers_close`, xp))
 }
 
+cpp_workers_abandon <- function(xp, reason) {
+    invisible(.Call(`_mirrored_cpp_workers_abandon`, xp, reason))
+}
+
 cpp_workers_all_gather <- function(xp, what, mine) {
     .Call(`_mirrored_cpp_workers_all_gather`, xp, what, mine)
 }

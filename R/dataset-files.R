@@ -44,7 +44,7 @@
 #' parts <- file.path(tempdir(), paste0("part-", 1:3, ".npz"))
 #' rows <- split(seq_len(30), rep(1:3, each = 10))
 #' for (i in 1:3) {
-#'   write_npz(parts[i], list(x = mnist$x[rows[[i]], , ], y = mnist$y[rows[[i]]]))
+#'   write_npz(list(x = mnist$train$x[rows[[i]], , ], y = mnist$train$y[rows[[i]]]), parts[i])
 #' }
 #' npz_dataset(parts, c("x", "y"))
 #' @export

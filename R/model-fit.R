@@ -156,29 +156,31 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   if (!is.null(data$seed) && !identical(pos$data_seed, data$seed)) train <- data$remake(pos$data_seed)
   note_fit_start(model, pos$data_seed)
   monitored <- NULL
-  for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
-    cbl$on_epoch_begin(epoch, list())
-    skip <- if (epoch == initial_epoch) pos$skip else 0L
-    src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
-    ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
-    res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
-                                   if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
-                                   ehooks$begin, ehooks$end, ehooks$progress, 0.05))
-    if (res$interrupted) {
-      model$history <- history$history()
-      signal_interrupt()
+  quit_job_on_interrupt(model, "fit()", {
+    for (epoch in seq_len(max(0L, epochs - initial_epoch + 1L)) + initial_epoch - 1L) {
+      cbl$on_epoch_begin(epoch, list())
+      skip <- if (epoch == initial_epoch) pos$skip else 0L
+      src <- if (skip > 0) with_core(cpp_skip_source(train, epoch - 1, skip)) else train
+      ehooks <- if (skip > 0) loop_hooks(cbl, "train", offset = skip) else hooks
+      res <- with_core(cpp_fit_epoch(model$ptr(), src, epoch - 1,
+                                     if (is.null(steps_per_epoch)) -1 else steps_per_epoch - skip,
+                                     ehooks$begin, ehooks$end, ehooks$progress, 0.05))
+      if (res$interrupted) {
+        model$history <- history$history()
+        signal_interrupt()
+      }
+      note_epoch_done(model, epoch)
+      # verbose = 2's summary after training (R/device-monitor.R).
+      if (verbose == 2L) monitored <- rbind(monitored, device_epoch_report(model, epoch))
+      logs <- as.list(res$logs)
+      if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
+        vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
+        logs[paste0("val_", names(vlogs))] <- vlogs
+      }
+      logs <- cbl$on_epoch_end(epoch, logs)
+      if (isTRUE(model$stop_training)) break
     }
-    note_epoch_done(model, epoch)
-    # verbose = 2's summary after training (R/device-monitor.R).
-    if (verbose == 2L) monitored <- rbind(monitored, device_epoch_report(model, epoch))
-    logs <- as.list(res$logs)
-    if (!is.null(val_data) && validation_due(epoch, validation_freq)) {
-      vlogs <- run_evaluation(model, val_data, validation_steps %||% -1, cbl)
-      logs[paste0("val_", names(vlogs))] <- vlogs
-    }
-    logs <- cbl$on_epoch_end(epoch, logs)
-    if (isTRUE(model$stop_training)) break
-  }
+  })
   if (epochs > 0) finalize_optimizer(model)  # EMA weights (R/optimizers-common.R)
   cbl$on_train_end(logs)
   if (verbose == 2L && !is.null(line <- device_summary_line(monitored))) cat(line, "\n", sep = "")
@@ -375,8 +377,9 @@ inference_data <- function(model, x, y, batch_size, steps, targets, sample_weigh
 run_evaluation <- function(model, data, max_batches, cbl, call = sys.call(-1)) {
   hooks <- loop_hooks(cbl, "test")
   cbl$on_test_begin(list())
-  res <- with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end,
-                                hooks$progress, 0.05), call = call)
+  res <- quit_job_on_interrupt(model, "evaluate()",
+                               with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end,
+                                                      hooks$progress, 0.05), call = call))
   if (res$interrupted) signal_interrupt()
   logs <- as.list(res$logs)
   cbl$on_test_end(logs)

@@ -253,3 +253,15 @@ is_chief_process <- function(model) {
   w <- model_workers(model)
   is.null(w) || isTRUE(model$strategy$info$is_chief)
 }
+
+# i16: runs `code` (the epochs of fit(), the batches of evaluate()); Ctrl-C
+# while it runs R code (a callback, the progress bar) makes this worker of
+# a multi-worker job quit it, as the core does for Ctrl-C between steps, so
+# the others stop at once instead of waiting for it up to the deadline.
+quit_job_on_interrupt <- function(model, what, code) {
+  workers <- model$strategy$workers
+  if (is.null(workers)) return(code)
+  withCallingHandlers(code, interrupt = function(e) {
+    try(cpp_workers_abandon(workers, paste0("was interrupted (Ctrl-C) during ", what)), silent = TRUE)
+  })
+}

@@ -1202,6 +1202,17 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// cpp_workers_abandon
+void cpp_workers_abandon(SEXP xp, std::string reason);
+RcppExport SEXP _mirrored_cpp_workers_abandon(SEXP xpSEXP, SEXP reasonSEXP) {
+BEGIN_RCPP
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type xp(xpSEXP);
+    Rcpp::traits::input_parameter< std::string >::type reason(reasonSEXP);
+    cpp_workers_abandon(xp, reason);
+    return R_NilValue;
+END_RCPP
+}
 // cpp_workers_all_gather
 Rcpp::CharacterVector cpp_workers_all_gather(SEXP xp, std::string what, std::string mine);
 RcppExport SEXP _mirrored_cpp_workers_all_gather(SEXP xpSEXP, SEXP whatSEXP, SEXP mineSEXP) {
@@ -1315,6 +1326,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_workers_chief_done", (DL_FUNC) &_mirrored_cpp_workers_chief_done, 2},
     {"_mirrored_cpp_workers_wait_for_chief", (DL_FUNC) &_mirrored_cpp_workers_wait_for_chief, 2},
     {"_mirrored_cpp_workers_close", (DL_FUNC) &_mirrored_cpp_workers_close, 1},
+    {"_mirrored_cpp_workers_abandon", (DL_FUNC) &_mirrored_cpp_workers_abandon, 2},
     {"_mirrored_cpp_workers_all_gather", (DL_FUNC) &_mirrored_cpp_workers_all_gather, 3},
     {NULL, NULL, 0}
 };

@@ -129,6 +129,13 @@ void cpp_workers_close(SEXP xp) {
   });
 }
 
+// This worker quits the job mid-way (WorkerGroup::abandon): Ctrl-C while
+// fit() or evaluate() runs R code (a callback, the progress bar).
+// [[Rcpp::export]]
+void cpp_workers_abandon(SEXP xp, std::string reason) {
+  guarded([&] { group_of(xp).abandon(reason); });
+}
+
 // Every worker's `mine` (WorkerGroup::all_gather_text), in worker order.
 // [[Rcpp::export]]
 Rcpp::CharacterVector cpp_workers_all_gather(SEXP xp, std::string what, std::string mine) {

@@ -148,7 +148,13 @@ long_body <- function(p, index) {
     if (ended == p$mark_epoch) file.create(marker)
   }))
   if (!is.null(p$backup)) cbs <- c(list(callback_backup_and_restore(p$backup)), cbs)
-  model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
+  train <- function() model |> fit(x, y, batch_size = 8, epochs = p$epochs, verbose = 0, shuffle = TRUE, callbacks = cbs)
+  # p$linger: an interrupted worker stays alive that many seconds.
+  r <- if (is.null(p$linger)) train() else tryCatch(train(), interrupt = function(e) e)
+  if (inherits(r, "interrupt")) {
+    Sys.sleep(p$linger)
+    return("interrupted")
+  }
   get_weights(model)
 }
 

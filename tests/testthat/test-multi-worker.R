@@ -340,6 +340,24 @@ test_that("Ctrl-C stops a worker that waits for the others", {
   expect_lt(as.numeric(difftime(res[[1]]$time, sent, units = "secs")), 5)
 })
 
+test_that("Ctrl-C in one worker's fit() stops the others at once, naming it", {
+  skip_if_no_workers()
+  dir <- tempfile("quit")
+  dir.create(dir)
+  # Worker 1 catches its interrupt and stays alive 12 s: worker 0 must not
+  # wait for its exit, nor for the 60 s deadline.
+  job <- start_workers(long_body, list(dir = dir, timeout = 60, epochs = 400, mark_epoch = 1, linger = 12), 2)
+  expect_true(wait_for_file(file.path(dir, "epoch1_1")))
+  job$procs[[2]]$interrupt()
+  sent <- Sys.time()
+  res <- finish_workers(job, 60)
+  expect(!isTRUE(res[[1]]$ok), worker_report(res))
+  expect_true("mirrored_worker_error" %in% res[[1]]$class, info = paste(res[[1]]$message, collapse = " "))
+  expect_match(gsub("\\s+", " ", paste(res[[1]]$message, collapse = " ")), "worker 1 .*was interrupted \\(Ctrl-C\\) during fit\\(\\)")
+  expect_lt(as.numeric(difftime(res[[1]]$time, sent, units = "secs")), 8)
+  expect(identical(res[[2]]$value, "interrupted"), worker_report(res))
+})
+
 test_that("with 4 workers, a worker that dies is reported by the ones not next to it in the ring too", {
   skip_if_no_workers()
   dir <- tempfile("kill4")

@@ -1,5 +1,6 @@
 #include "data/auto_shard.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "core/error.h"

@@ -31,12 +31,7 @@ void read_part_header(FileFormat format, const std::vector<std::string>& keys,
     const std::string& path = part.paths.at(0);
     const std::map<std::string, NpyHeader> headers = read_npz_headers(path);
     for (const std::string& key : keys) {
-      auto it = headers.find(key);
-      if (it == headers.end()) {
-        std::string have;
-        for (const auto& kv : headers) have += (have.empty() ? "" : ", ") + kv.first;
-        fail(ErrorKind::value, "'", path, "' has no array '", key, "' (it has: ", have, ")");
-      }
+      auto it = find_array(headers, path, key);
       MR_CHECK(!it->second.dims.empty(), value, "array '", key, "' of '", path,
                "' is a scalar; components are sliced along a first dimension");
       dims.push_back(it->second.dims);
@@ -137,25 +132,27 @@ FilePartsDataset::FilePartsDataset(FileFormat format, std::vector<std::vector<st
   parts_ = std::move(list);
 }
 
-std::shared_ptr<const FilePartsDataset> FilePartsDataset::file_shard(int64_t num_shards,
-                                                                     int64_t index) const {
-  MR_CHECK(shard_count_ == 1, internal, "a file shard of a file shard");
+FilePartsDataset::FilePartsDataset(ShardKey, const FilePartsDataset& whole, int64_t num_shards,
+                                   int64_t index)
+    : format_(whole.format_),
+      keys_(whole.keys_),
+      shapes_(whole.shapes_),
+      rtypes_(whole.rtypes_),
+      total_parts_(whole.total_parts_),
+      shard_count_(num_shards) {
+  MR_CHECK(whole.shard_count_ == 1, internal, "a file shard of a file shard");
   MR_CHECK(num_shards >= 1 && index >= 0 && index < num_shards && num_shards <= total_parts_,
            internal, "file shard ", index, " of ", num_shards, " of ", total_parts_, " parts");
-  std::shared_ptr<FilePartsDataset> out(new FilePartsDataset());
-  out->format_ = format_;
-  out->keys_ = keys_;
-  out->shapes_ = shapes_;
-  out->rtypes_ = rtypes_;
-  out->total_parts_ = total_parts_;
-  out->shard_count_ = num_shards;
-  out->shard_index_ = index;
   auto list = std::make_shared<std::vector<Part>>();
-  for (size_t i = static_cast<size_t>(index); i < parts_->size();
+  for (size_t i = static_cast<size_t>(index); i < whole.parts_->size();
        i += static_cast<size_t>(num_shards))
-    list->push_back((*parts_)[i]);
-  out->parts_ = std::move(list);
-  return out;
+    list->push_back((*whole.parts_)[i]);
+  parts_ = std::move(list);
+}
+
+std::shared_ptr<const FilePartsDataset> FilePartsDataset::file_shard(int64_t num_shards,
+                                                                     int64_t index) const {
+  return std::make_shared<FilePartsDataset>(ShardKey{}, *this, num_shards, index);
 }
 
 std::unique_ptr<Iterator> FilePartsDataset::iterate(uint64_t) const {

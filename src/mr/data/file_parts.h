@@ -40,6 +40,15 @@ class FilePartsDataset final : public Dataset {
   // `index` of `num_shards` reads (TF's FILE shard policy).
   std::shared_ptr<const FilePartsDataset> file_shard(int64_t num_shards, int64_t index) const;
 
+ private:
+  struct ShardKey {
+    explicit ShardKey() = default;
+  };
+
+ public:
+  // file_shard()'s (the key keeps it private to the class).
+  FilePartsDataset(ShardKey, const FilePartsDataset& whole, int64_t num_shards, int64_t index);
+
   struct Part {
     std::vector<std::string> paths;
     int64_t rows = 0;
@@ -47,15 +56,13 @@ class FilePartsDataset final : public Dataset {
   };
 
  private:
-  FilePartsDataset() = default;
-
   FileFormat format_ = FileFormat::npz;
   std::vector<std::string> keys_;
   std::shared_ptr<const std::vector<Part>> parts_;
   std::vector<std::vector<int64_t>> shapes_;  // per component, without the row dimension
   std::vector<RType> rtypes_;
   int64_t total_parts_ = 0;
-  int64_t shard_count_ = 1, shard_index_ = 0;
+  int64_t shard_count_ = 1;  // > 1: the parts of one worker of shard_count_
 };
 
 }  // namespace mr

@@ -45,12 +45,7 @@ std::shared_ptr<const SourceData> npz_source(const std::string& path,
   std::map<std::string, NpyArray> arrays = read_npz(path);
   auto data = std::make_shared<SourceData>();
   for (const std::string& key : keys) {
-    auto it = arrays.find(key);
-    if (it == arrays.end()) {
-      std::string have;
-      for (const auto& kv : arrays) have += (have.empty() ? "" : ", ") + kv.first;
-      fail(ErrorKind::value, "'", path, "' has no array '", key, "' (it has: ", have, ")");
-    }
+    auto it = find_array(arrays, path, key);
     NpyArray& a = it->second;
     MR_CHECK(!a.dims.empty(), value, "array '", key, "' of '", path,
              "' is a scalar; components are sliced along a first dimension");

@@ -72,7 +72,9 @@ class WorkerCommunicator final : public Communicator {
  private:
   ProcessGroup& group() const {
     ProcessGroup* g = workers_->group();
-    MR_CHECK(g != nullptr, internal, "the job has no process group");
+    MR_CHECK(g != nullptr, worker,
+             "this worker has quit its multi-worker job (Ctrl-C during fit() or evaluate()): "
+             "restart the job");
     return *g;
   }
   // Runs op on host memory holding buf's n floats: buf itself on a CPU,

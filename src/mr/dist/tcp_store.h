@@ -83,6 +83,9 @@ class StoreClient {
   // left: it waits at most 2 s for the acknowledgement); after it every call
   // throws Error(internal).
   void goodbye();
+  // Closes the connection without goodbye: the server counts this client as
+  // lost, as if its process had died. Later calls throw.
+  void hang_up();
 
  private:
   struct Impl;

@@ -407,6 +407,11 @@ void StoreClient::set_request_timeout(double seconds) {
   impl_->request_timeout = seconds;
 }
 
+void StoreClient::hang_up() {
+  impl_->said_goodbye = true;
+  impl_->fd.reset();
+}
+
 // Best effort and never throws: a store that stopped answering has nobody
 // left to tell. It waits for the server's acknowledgement (at most 2 s), so
 // that the socket closes with nothing unread and the server has recorded the

@@ -171,6 +171,24 @@ void WorkerGroup::leave() {
   }
 }
 
+void WorkerGroup::abandon(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(store_mu_);
+    if (left_) return;
+    left_ = true;
+    try {
+      store_->set("quit/" + std::to_string(rank()), bytes_of(reason));
+    } catch (...) {
+      // The chief is gone: the others learn it from its store.
+    }
+  }
+  abandoned_.store(true);  // the heartbeat hangs up instead of saying goodbye
+  stop_.store(true);
+  if (heartbeat_.joinable()) heartbeat_.join();
+  group_.reset();  // closes the Gloo pairs: a neighbour's receive fails now
+  store_->hang_up();
+}
+
 // Set by a worker that finds the rendezvous impossible (a duplicated index),
 // so that every worker stops with its message instead of waiting.
 void WorkerGroup::check_error_key() {
@@ -421,12 +439,13 @@ void WorkerGroup::wait_for_chief(const std::string& what) {
 }
 
 std::string WorkerGroup::diagnose() {
-  std::string dead, silent;
+  std::string dead, silent, quits;
   try {
     std::lock_guard<std::mutex> lock(store_mu_);
     // The chief's store notices a closed connection within its poll loop;
     // give it a moment before concluding that nobody died.
-    for (int attempt = 0; attempt < 10 && dead.empty() && silent.empty(); ++attempt) {
+    for (int attempt = 0; attempt < 10 && dead.empty() && silent.empty() && quits.empty();
+         ++attempt) {
       if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       const std::vector<std::string> lost = store_->lost();
       for (int i = 0; i < size(); ++i) {
@@ -434,7 +453,13 @@ std::string WorkerGroup::diagnose() {
         const bool gone = std::find(lost.begin(), lost.end(), who_beat(i)) != lost.end() ||
                           std::find(lost.begin(), lost.end(), who_main(i)) != lost.end();
         if (gone) {
-          dead += (dead.empty() ? "" : ", ") + spec_.describe(i);
+          // A worker that quit (abandon()) says why; others died.
+          const std::string quit = "quit/" + std::to_string(i);
+          if (store_->check({quit}))
+            quits += (quits.empty() ? "" : "; ") + spec_.describe(i) + " " +
+                     string_of(store_->get(quit, kRequestSeconds));
+          else
+            dead += (dead.empty() ? "" : ", ") + spec_.describe(i);
           continue;
         }
         const double idle = store_->idle_seconds(who_beat(i));
@@ -448,8 +473,8 @@ std::string WorkerGroup::diagnose() {
                ? ""
                : spec_.describe(0) + " cannot be reached (it died, or the network to it failed)";
   }
-  std::string out;
-  if (!dead.empty()) out = dead + " died";
+  std::string out = quits;
+  if (!dead.empty()) out += (out.empty() ? "" : "; ") + dead + " died";
   if (!silent.empty())
     out += (out.empty() ? "" : "; ") + silent + " stopped answering (stopped, hung or cut off)";
   return out;
@@ -506,7 +531,10 @@ void WorkerGroup::start_heartbeat() {
         std::this_thread::sleep_for(std::chrono::duration<double>(kBeatSeconds / 10));
     }
     try {
-      client->goodbye();
+      if (abandoned_.load())
+        client->hang_up();
+      else
+        client->goodbye();
     } catch (...) {
     }
   });

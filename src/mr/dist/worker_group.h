@@ -140,6 +140,13 @@ class WorkerGroup {
   // reads from it (e.g. waiting for the chief's last checkpoint). Every later
   // collective of the job throws.
   void leave();
+  // This worker stops taking part in the job in the middle of it (Ctrl-C
+  // during fit() or evaluate()): it publishes `reason`, closes its Gloo
+  // connections and hangs up on the store without goodbye, so the others,
+  // blocked in a collective it will never join, stop within a heartbeat
+  // with Error(worker) naming it and the reason, not at the deadline. Every
+  // later collective of this worker throws; the job must be restarted.
+  void abandon(const std::string& reason);
 
   // Communicators to abort as soon as the heartbeat sees a dead worker (a
   // collective waiting on it then stops within a heartbeat, not a deadline).
@@ -170,6 +177,7 @@ class WorkerGroup {
   std::vector<Communicator*> watched_;
   std::atomic<bool> stop_{false};
   bool left_ = false;
+  std::atomic<bool> abandoned_{false};
   std::thread heartbeat_;
 };
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
+
 namespace mr {
 
 enum class NpyDtype { u8, i64, f32, f64 };
@@ -52,6 +54,19 @@ struct NpyMember {
 // The bytes of an .npz archive holding `members` (stored, uncompressed, as
 // numpy.savez writes them); `what` names it in errors.
 std::vector<uint8_t> npz_bytes(const std::vector<NpyMember>& members, const std::string& what);
+
+// The member `key` of the archive at `path` read as `members` (arrays or
+// headers); Error(value) listing the members it has when there is none.
+template <class Members>
+auto find_array(Members& members, const std::string& path, const std::string& key) {
+  auto it = members.find(key);
+  if (it == members.end()) {
+    std::string have;
+    for (const auto& kv : members) have += (have.empty() ? "" : ", ") + kv.first;
+    fail(ErrorKind::value, "'", path, "' has no array '", key, "' (it has: ", have, ")");
+  }
+  return it;
+}
 
 // The headers of an .npz archive's members, reading (inflating) only the
 // headers; a member whose size does not match its header is refused.
