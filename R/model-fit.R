@@ -377,10 +377,12 @@ inference_data <- function(model, x, y, batch_size, steps, targets, sample_weigh
 run_evaluation <- function(model, data, max_batches, cbl, call = sys.call(-1)) {
   hooks <- loop_hooks(cbl, "test")
   cbl$on_test_begin(list())
-  res <- quit_job_on_interrupt(model, "evaluate()",
-                               with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end,
-                                                      hooks$progress, 0.05), call = call))
-  if (res$interrupted) signal_interrupt()
+  res <- quit_job_on_interrupt(model, "evaluate()", {
+    res <- with_core(cpp_evaluate(model$ptr(), data, max_batches, hooks$begin, hooks$end, hooks$progress, 0.05),
+                     call = call)
+    if (res$interrupted) signal_interrupt()
+    res
+  })
   logs <- as.list(res$logs)
   cbl$on_test_end(logs)
   logs
@@ -480,17 +482,6 @@ check_dataset_call <- function(batch_size, y, arg, sample_weight = NULL, call = 
   }
 }
 
-# Steps of one pass for the progress bar: NULL when unknown; an infinite
-# dataset needs steps_per_epoch / steps.
-dataset_steps <- function(ds, arg, what, call = sys.call(-1)) {
-  n <- length(ds)
-  if (identical(n, Inf)) {
-    abort_value("{.arg {arg}} is an infinite dataset (a {.fn dataset_repeat} without count): give {.arg {what}}.",
-                call = call)
-  }
-  if (is.na(n)) NULL else n
-}
-
 # The batch source over a dataset. Elements are (x, y) for training and
 # evaluation, (x) or (x, y) for predict (y ignored); checked here when the
 # structure is known before iterating, else by the core on the first batch.
@@ -552,10 +543,13 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
 
 # Steps of a pass over a dataset's batch source: a multi-worker job's, when
 # each worker reads its own files (the most of any worker), else the
-# dataset's; NULL when only iterating tells.
+# dataset's; NULL when only iterating tells. An infinite dataset needs
+# `what` (steps_per_epoch, steps).
 source_steps <- function(source, ds, arg, what, call = sys.call(-1)) {
-  n <- dataset_steps(ds, arg, what = what, call = call)
-  if (is.null(n)) return(NULL)
+  if (identical(length(ds), Inf)) {
+    abort_value("{.arg {arg}} is an infinite dataset (a {.fn dataset_repeat} without count): give {.arg {what}}.",
+                call = call)
+  }
   steps <- with_core(cpp_source_batches(source), call = call)
   if (is.na(steps)) NULL else steps
 }

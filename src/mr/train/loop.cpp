@@ -4,7 +4,6 @@
 
 #include "core/error.h"
 #include "data/array_source.h"
-#include "dist/worker_group.h"
 
 namespace mr {
 
@@ -301,15 +300,6 @@ LoopResult run_steps(Model& model, BatchSource& source, int64_t max_batches, Loo
   return run_host_steps(model, source, max_batches, hooks, train);
 }
 
-// i16: an interrupted worker of a multi-worker job leaves the others in a
-// collective it will never join: it quits the job, so they stop at once
-// with an error that names it instead of at the deadline.
-LoopResult quit_if_interrupted(Model& model, LoopResult r, const char* during) {
-  if (r.interrupted && model.workers())
-    model.workers()->abandon(std::string("was interrupted (Ctrl-C) during ") + during);
-  return r;
-}
-
 }  // namespace
 
 LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t max_batches,
@@ -320,13 +310,12 @@ LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t
   model.step_clock().begin_input();
   source.reset(epoch);
   model.step_clock().end_input();
-  return quit_if_interrupted(model, run_steps(model, source, max_batches, hooks, true), "fit()");
+  return run_steps(model, source, max_batches, hooks, true);
 }
 
 LoopResult evaluate(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks) {
   source.reset(0);
-  return quit_if_interrupted(model, run_steps(model, source, max_batches, hooks, false),
-                             "evaluate()");
+  return run_steps(model, source, max_batches, hooks, false);
 }
 
 LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
