@@ -19,7 +19,7 @@ Rcpp::List cpp_read_npz(std::string path) {
       const mr::NpyArray& a = kv.second;
       const std::vector<int64_t> dims = a.dims.empty() ? std::vector<int64_t>{1} : a.dims;
       SEXP v;
-      if (a.is_float) {
+      if (mr::is_float(a.dtype)) {
         Rcpp::NumericVector d(static_cast<R_xlen_t>(a.size()));
         double* o = d.begin();
         mr_glue::row_major_walk(
@@ -29,7 +29,7 @@ Rcpp::List cpp_read_npz(std::string path) {
         Rcpp::IntegerVector iv(static_cast<R_xlen_t>(a.size()));
         int* o = iv.begin();
         mr_glue::row_major_walk(dims, [&](int64_t rm, int64_t cm) {
-          if (a.is_int64) {
+          if (a.dtype == mr::NpyDtype::i64) {
             const int64_t x = a.i64[static_cast<size_t>(rm)];
             MR_CHECK(x > INT32_MIN && x <= INT32_MAX, io, "'", path, "' member '", kv.first,
                      "' holds ", x, ", outside R's integer range");

@@ -35,9 +35,7 @@ void read_part_header(FileFormat format, const std::vector<std::string>& keys,
       MR_CHECK(!it->second.dims.empty(), value, "array '", key, "' of '", path,
                "' is a scalar; components are sliced along a first dimension");
       dims.push_back(it->second.dims);
-      types.push_back(it->second.dtype == NpyDtype::f32 || it->second.dtype == NpyDtype::f64
-                          ? RType::dbl
-                          : RType::integer);
+      types.push_back(is_float(it->second.dtype) ? RType::dbl : RType::integer);
       names.push_back("array '" + key + "' of '" + path + "'");
     }
   }

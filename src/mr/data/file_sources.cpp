@@ -51,10 +51,10 @@ std::shared_ptr<const SourceData> npz_source(const std::string& path,
              "' is a scalar; components are sliced along a first dimension");
     Column col;
     col.shape = element_shape(a.dims);
-    col.rtype = a.is_float ? RType::dbl : RType::integer;
-    if (a.is_float) {
+    col.rtype = is_float(a.dtype) ? RType::dbl : RType::integer;
+    if (is_float(a.dtype)) {
       col.f32 = std::move(a.f32);
-    } else if (a.is_int64) {
+    } else if (a.dtype == NpyDtype::i64) {
       col.f32.reserve(a.i64.size());
       for (int64_t v : a.i64) {
         // float32 holds integers exactly up to 2^24; labels and counts fit.

@@ -76,6 +76,32 @@ struct ZipFileClose {
   void operator()(zip_file_t* f) const noexcept { zip_fclose(f); }
 };
 
+// Where the header of the .npy bytes b[0..n) ends (the data's offset), from
+// the fixed part: the magic string, the version and the header's length
+// (2 bytes in format 1, 4 in formats 2 and 3). `start`: where the header's
+// text begins.
+size_t npy_header_end(const uint8_t* b, size_t n, const std::string& what, size_t& start) {
+  static const uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+  MR_CHECK(n >= 10 && std::memcmp(b, kMagic, 6) == 0, io, what,
+           " is not a .npy array (bad magic string)");
+  const int major = b[6];
+  MR_CHECK(major >= 1 && major <= 3, io, what, " has .npy format version ", major,
+           "; versions 1-3 are supported");
+  if (major == 1) {
+    start = 10;
+    return start + (b[8] | (size_t{b[9]} << 8));
+  }
+  MR_CHECK(n >= 12, io, what, " is truncated (in the header)");
+  start = 12;
+  return start + (b[8] | (size_t{b[9]} << 8) | (size_t{b[10]} << 16) | (size_t{b[11]} << 24));
+}
+
+// The member's `bytes` hold exactly the header and the data it declares.
+void check_npy_size(const NpyHeader& h, size_t bytes, const std::string& what) {
+  MR_CHECK(bytes - h.data_offset == h.data_bytes, io, what, " holds ", bytes - h.data_offset,
+           " data bytes; its shape ", shape_text(h.dims), " needs ", h.data_bytes);
+}
+
 }  // namespace
 
 int64_t NpyArray::size() const {
@@ -85,22 +111,10 @@ int64_t NpyArray::size() const {
 }
 
 NpyHeader parse_npy_header(const uint8_t* b, size_t n, const std::string& what) {
-  static const uint8_t kMagic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
-  MR_CHECK(n >= 10 && std::memcmp(b, kMagic, 6) == 0, io, what,
-           " is not a .npy array (bad magic string)");
-  const int major = b[6];
-  MR_CHECK(major >= 1 && major <= 3, io, what, " has .npy format version ", major,
-           "; versions 1-3 are supported");
-  size_t hlen = 0, start = 0;
-  if (major == 1) {
-    hlen = b[8] | (size_t{b[9]} << 8);
-    start = 10;
-  } else {
-    MR_CHECK(n >= 12, io, what, " is truncated (in the header)");
-    hlen = b[8] | (size_t{b[9]} << 8) | (size_t{b[10]} << 16) | (size_t{b[11]} << 24);
-    start = 12;
-  }
-  MR_CHECK(start + hlen <= n, io, what, " is truncated (in the header)");
+  size_t start = 0;
+  const size_t end = npy_header_end(b, n, what, start);
+  MR_CHECK(end <= n, io, what, " is truncated (in the header)");
+  const size_t hlen = end - start;
   const std::string h(reinterpret_cast<const char*>(b + start), hlen);
   const std::string descr = dict_value(h, "descr", what);
   const std::string fortran = dict_value(h, "fortran_order", what);
@@ -142,15 +156,12 @@ NpyHeader parse_npy_header(const uint8_t* b, size_t n, const std::string& what) 
 
 NpyArray parse_npy(const std::vector<uint8_t>& b, const std::string& what) {
   const NpyHeader h = parse_npy_header(b.data(), b.size(), what);
-  const size_t data = h.data_offset;
+  check_npy_size(h, b.size(), what);
   const size_t want = h.data_bytes;
-  MR_CHECK(b.size() - data == want, io, what, " holds ", b.size() - data, " data bytes; its shape ",
-           shape_text(h.dims), " needs ", want);
   NpyArray a;
   a.dims = h.dims;
-  a.is_int64 = h.dtype == NpyDtype::i64;
-  a.is_float = h.dtype == NpyDtype::f32 || h.dtype == NpyDtype::f64;
-  const uint8_t* src = b.data() + data;  // little-endian host (x86-64, arm64)
+  a.dtype = h.dtype;
+  const uint8_t* src = b.data() + h.data_offset;  // little-endian host (x86-64, arm64)
   switch (h.dtype) {
     case NpyDtype::u8:
       a.u8.assign(src, src + want);
@@ -271,29 +282,24 @@ std::map<std::string, NpyHeader> read_npz_headers(const std::string& path) {
   for_each_member(
       z.get(), path,
       [&](const std::string& name, zip_file_t* f, size_t size, const std::string& what) {
-        // The fixed part, then the header length it declares: only
+        // The fixed part, then the rest of the header it declares: only
         // the header is inflated, never the data.
         std::vector<uint8_t> b(std::min<size_t>(size, 12));
-        zip_int64_t got = b.empty() ? 0 : zip_fread(f, b.data(), b.size());
-        MR_CHECK(got == static_cast<zip_int64_t>(b.size()), io, what, " is truncated or corrupt");
-        if (b.size() >= 10) {
-          const size_t hlen = b[6] == 1 ? 10 + (b[8] | (size_t{b[9]} << 8))
-                              : b.size() >= 12
-                                  ? 12 + (b[8] | (size_t{b[9]} << 8) | (size_t{b[10]} << 16) |
-                                          (size_t{b[11]} << 24))
-                                  : b.size();
-          const size_t want = std::min(size, hlen);
-          if (want > b.size()) {
-            const size_t had = b.size();
-            b.resize(want);
-            got = zip_fread(f, b.data() + had, want - had);
-            MR_CHECK(got == static_cast<zip_int64_t>(want - had), io, what,
-                     " is truncated or corrupt");
-          }
+        auto read = [&](size_t from) {
+          const zip_int64_t got = zip_fread(f, b.data() + from, b.size() - from);
+          MR_CHECK(got == static_cast<zip_int64_t>(b.size() - from), io, what,
+                   " is truncated or corrupt");
+        };
+        if (!b.empty()) read(0);
+        size_t start = 0;
+        const size_t end = std::min(size, npy_header_end(b.data(), b.size(), what, start));
+        if (end > b.size()) {
+          const size_t had = b.size();
+          b.resize(end);
+          read(had);
         }
         NpyHeader h = parse_npy_header(b.data(), b.size(), what);
-        MR_CHECK(size - h.data_offset == h.data_bytes, io, what, " holds ", size - h.data_offset,
-                 " data bytes; its shape ", shape_text(h.dims), " needs ", h.data_bytes);
+        check_npy_size(h, size, what);
         out.emplace(name, std::move(h));
       });
   return out;

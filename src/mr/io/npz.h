@@ -15,14 +15,14 @@
 namespace mr {
 
 enum class NpyDtype { u8, i64, f32, f64 };
+inline bool is_float(NpyDtype t) { return t == NpyDtype::f32 || t == NpyDtype::f64; }
 
 struct NpyArray {
   std::vector<int64_t> dims;
-  bool is_int64 = false;
-  bool is_float = false;     // '<f4' or '<f8'
-  std::vector<uint8_t> u8;   // when neither
-  std::vector<int64_t> i64;  // when is_int64
-  std::vector<float> f32;    // when is_float
+  NpyDtype dtype = NpyDtype::u8;  // as stored in the file
+  std::vector<uint8_t> u8;        // when u8
+  std::vector<int64_t> i64;       // when i64
+  std::vector<float> f32;         // when f32 or f64
   int64_t size() const;
 };
 

@@ -39,7 +39,7 @@ TEST(Npz, ParsesBytesInt64AndFloatsAndRefusesOthers) {
   EXPECT_EQ(a.dims, std::vector<int64_t>({2, 3}));
   EXPECT_EQ(a.u8[5], 15);
   auto b = parse_npy(npy("<i8", "(2,)", 16), "y");
-  EXPECT_TRUE(b.is_int64);
+  EXPECT_EQ(b.dtype, NpyDtype::i64);
   EXPECT_EQ(b.dims, std::vector<int64_t>({2}));
   EXPECT_EQ(b.i64[0], 0x15120f0c09060300LL);
   EXPECT_EQ(parse_npy(npy("<f4", "(2,)", 8), "z").f32.size(), 2u);
