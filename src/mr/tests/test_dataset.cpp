@@ -1,7 +1,6 @@
 // The dataset graph: every transform against the same operation written out
 // by hand, shuffle properties, cache files, prefetch threads and errors, and
 // the BatchSource adapter.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "data/prefetch.h"
 #include "data/sources.h"
 #include "data/transforms.h"
+#include "tests/test_util.h"
 
 namespace mr {
 namespace {
@@ -60,16 +60,6 @@ std::vector<int64_t> seq(int64_t from, int64_t to) {
   std::vector<int64_t> v;
   for (int64_t i = from; i < to; ++i) v.push_back(i);
   return v;
-}
-
-int thread_count() {
-  int n = 0;
-  DIR* d = opendir("/proc/self/task");
-  if (!d) return -1;
-  while (dirent* e = readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  closedir(d);
-  return n;
 }
 
 TEST(Dataset, SlicesKeepRowsShapesAndTypes) {

@@ -1,6 +1,5 @@
 // Several replicas: the thread all-reduce, equivalence with one replica,
 // bit-identical replicas, uneven and empty slices, failures and deadlines.
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,21 +11,12 @@
 #include "data/array_source.h"
 #include "dist/comm_threads.h"
 #include "tests/graphs.h"
+#include "tests/test_util.h"
 #include "train/loop.h"
 #include "train/model.h"
 
 namespace mr {
 namespace {
-
-int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
-}
 
 TEST(ThreadCommunicator, AllReduceSumsInRankOrderOnEveryRank) {
   for (int ranks : {2, 3, 4}) {

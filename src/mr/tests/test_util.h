@@ -1,6 +1,7 @@
 // Helpers shared by the GoogleTest files.
 #pragma once
 
+#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +16,18 @@
 #include "core/rng.h"
 
 namespace mr {
+
+// The threads of this process now (-1 without /proc): tests check that
+// threads started by a pass or a model are joined.
+inline int thread_count() {
+  DIR* d = opendir("/proc/self/task");
+  if (!d) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d))
+    if (e->d_name[0] != '.') ++n;
+  closedir(d);
+  return n;
+}
 
 // n floats uniform in [lo, hi) from Philox keyed by (seed, stream): the same
 // values on every platform and run.

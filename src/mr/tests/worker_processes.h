@@ -14,7 +14,6 @@
 #pragma once
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -33,6 +32,7 @@
 
 #include "core/error.h"
 #include "dist/cluster_spec.h"
+#include "tests/test_util.h"
 
 namespace mr {
 namespace testing_workers {
@@ -44,16 +44,6 @@ using Clock = std::chrono::steady_clock;
 inline int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
-}
-
-inline int thread_count() {
-  int n = 0;
-  if (DIR* d = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(d))
-      if (e->d_name[0] != '.') ++n;
-    closedir(d);
-  }
-  return n;
 }
 
 // A loopback port that was free a moment ago: a plain socket binds port 0 and
@@ -259,7 +249,7 @@ inline std::vector<float> floats_of(const std::string& s) {
 #define MR_SKIP_UNLESS_WORKERS_CAN_RUN()                                                    \
   do {                                                                                      \
     if (!::mr::built_with_gloo()) GTEST_SKIP() << "this build has no Gloo (libgloo-dev)";   \
-    const int threads_ = ::mr::testing_workers::thread_count();                             \
+    const int threads_ = ::mr::thread_count();                                              \
     if (threads_ != 1)                                                                      \
       GTEST_SKIP() << "this process has " << threads_                                       \
                    << " threads (left by earlier tests): forking worker processes is safe " \
