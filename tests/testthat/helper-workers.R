@@ -114,6 +114,17 @@ expect_all_ok <- function(results) {
   expect(all(vapply(results, function(r) isTRUE(r$ok), logical(1))), worker_report(results))
 }
 
+# Worker `k` of `results` stopped with a mirrored_worker_error whose message
+# (white space collapsed) matches `pattern`, within `seconds` of `since`.
+expect_worker_error <- function(results, k, pattern, since, seconds) {
+  r <- results[[k]]
+  message <- paste(r$message, collapse = " ")
+  expect(!isTRUE(r$ok), worker_report(results))
+  expect_true("mirrored_worker_error" %in% r$class, info = message)
+  expect_match(gsub("\\s+", " ", message), pattern)
+  expect_lt(as.numeric(difftime(r$time, since, units = "secs")), seconds)
+}
+
 # A failing worker's log, for expectation messages.
 worker_report <- function(results) {
   paste(vapply(seq_along(results), function(i) {

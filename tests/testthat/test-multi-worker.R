@@ -206,12 +206,7 @@ test_that("kill -9 of one worker mid-epoch stops every other with a classed erro
   job$procs[[3]]$kill()  # SIGKILL
   killed <- Sys.time()
   res <- finish_workers(job, 40)
-  for (r in res[1:2]) {
-    expect(!isTRUE(r$ok), worker_report(res))
-    expect_true("mirrored_worker_error" %in% r$class, info = paste(r$message, collapse = " "))
-    expect_match(r$message, "worker 2\\s+\\(127.0.0.1:[0-9]+\\) died")
-    expect_lt(as.numeric(difftime(r$time, killed, units = "secs")), 10)
-  }
+  for (k in 1:2) expect_worker_error(res, k, "worker 2\\s+\\(127.0.0.1:[0-9]+\\) died", killed, 10)
 })
 
 test_that("a stopped (SIGSTOP) worker makes the others fail within the deadline, naming it", {
@@ -351,10 +346,7 @@ test_that("Ctrl-C in one worker's fit() stops the others at once, naming it", {
   job$procs[[2]]$interrupt()
   sent <- Sys.time()
   res <- finish_workers(job, 60)
-  expect(!isTRUE(res[[1]]$ok), worker_report(res))
-  expect_true("mirrored_worker_error" %in% res[[1]]$class, info = paste(res[[1]]$message, collapse = " "))
-  expect_match(gsub("\\s+", " ", paste(res[[1]]$message, collapse = " ")), "worker 1 .*was interrupted \\(Ctrl-C\\) during fit\\(\\)")
-  expect_lt(as.numeric(difftime(res[[1]]$time, sent, units = "secs")), 8)
+  expect_worker_error(res, 1, "worker 1 .*was interrupted \\(Ctrl-C\\) during fit\\(\\)", sent, 8)
   expect(identical(res[[2]]$value, "interrupted"), worker_report(res))
 })
 
@@ -368,11 +360,5 @@ test_that("with 4 workers, a worker that dies is reported by the ones not next t
   job$procs[[3]]$kill()  # worker 2: workers 1 and 3 are its ring neighbours, worker 0 is not
   killed <- Sys.time()
   res <- finish_workers(job, 60)
-  for (k in c(1, 2, 4)) {
-    r <- res[[k]]
-    expect(!isTRUE(r$ok), worker_report(res))
-    expect_true("mirrored_worker_error" %in% r$class, info = paste(r$message, collapse = " "))
-    expect_match(r$message, "worker 2\\s+\\(127.0.0.1:[0-9]+\\) died")
-    expect_lt(as.numeric(difftime(r$time, killed, units = "secs")), 10)
-  }
+  for (k in c(1, 2, 4)) expect_worker_error(res, k, "worker 2\\s+\\(127.0.0.1:[0-9]+\\) died", killed, 10)
 })
