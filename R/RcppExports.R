@@ -41,6 +41,10 @@ cpp_build_info <- function() {
     .Call(`_mirrored_cpp_build_info`)
 }
 
+cpp_cpu_thread_plan <- function(asked, replicas) {
+    .Call(`_mirrored_cpp_cpu_thread_plan`, asked, replicas)
+}
+
 cpp_resolve_cluster <- function(cluster_json, env) {
     .Call(`_mirrored_cpp_resolve_cluster`, cluster_json, env)
 }

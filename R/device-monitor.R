@@ -40,6 +40,14 @@
 #' `libnvidia-ml.so.1`, opened only if present) and is `NA` on CPU replicas
 #' or without it.
 #'
+#' A CPU replica computes on a team of threads (`options(mirrored.cpu_threads)`,
+#' by default the usable cores shared by the replicas). When another process
+#' takes one of those cores, a thread of the team can be descheduled in the
+#' middle of an op and the others wait for it: the team measures those waits
+#' and, when they cost much, stops giving work to a thread (it sleeps), trying
+#' the whole team again after a while. `active_threads` and `threads_why` say
+#' when that happened.
+#'
 #' @returns A callback instance. Its field `data` is a data frame with one
 #'   row per training epoch and replica and the columns `epoch` (integer,
 #'   1-based, as in callbacks), `replica` (integer, 0-based), `device`
@@ -48,9 +56,12 @@
 #'   (the means of its parts per step; they add up to `step_ms`),
 #'   `memory_mb` (the replica's memory in use at the end of the epoch, in
 #'   MB of 10^6 bytes), `peak_memory_mb` (its peak during the epoch),
-#'   `device_memory_mb` (device-wide, `NA` on the CPU) and `gpu_util`
-#'   (integer percent, `NA` on the CPU or without NVML). It is emptied at
-#'   the start of every `fit()`.
+#'   `device_memory_mb` (device-wide, `NA` on the CPU), `gpu_util`
+#'   (integer percent, `NA` on the CPU or without NVML), `threads` and
+#'   `active_threads` (integers: the replica's CPU threads, and how many of
+#'   them took work at the end of the epoch: fewer while other processes keep
+#'   the cores busy, see below) and `threads_why` (character, why fewer; `""`
+#'   when all do). It is emptied at the start of every `fit()`.
 #' @export
 #' @family callbacks
 #' @seealso [fit.mirrored_model()], whose `verbose = 2` prints a one-line
@@ -100,7 +111,8 @@ device_report_frame <- function(rep, epoch) {
                       steps = integer(), step_ms = numeric(), compute_ms = numeric(),
                       allreduce_ms = numeric(), input_ms = numeric(), host_ms = numeric(),
                       memory_mb = numeric(), peak_memory_mb = numeric(),
-                      device_memory_mb = numeric(), gpu_util = integer(),
+                      device_memory_mb = numeric(), gpu_util = integer(), threads = integer(),
+                      active_threads = integer(), threads_why = character(),
                       stringsAsFactors = FALSE))
   }
   per_step <- function(ms) ifelse(rep$steps > 0, ms / rep$steps, NA_real_)
@@ -110,7 +122,8 @@ device_report_frame <- function(rep, epoch) {
              input_ms = per_step(rep$input_ms), host_ms = per_step(rep$host_ms),
              memory_mb = rep$memory_mb, peak_memory_mb = rep$peak_memory_mb,
              device_memory_mb = rep$device_memory_mb, gpu_util = rep$gpu_util,
-             stringsAsFactors = FALSE)
+             threads = rep$threads, active_threads = rep$active_threads,
+             threads_why = rep$threads_why, stringsAsFactors = FALSE)
 }
 
 #' @export
@@ -175,6 +188,12 @@ device_summary_line <- function(df) {
                   format_ms(step), share("compute_ms"), share("allreduce_ms"), share("input_ms"),
                   share("host_ms"), format_mb(max(df$peak_memory_mb)))
   if (any(!is.na(df$gpu_util))) line <- sprintf("%s; GPU utilisation %.0f%%", line, mean(df$gpu_util, na.rm = TRUE))
+  last <- df[df$epoch == max(df$epoch), , drop = FALSE]
+  cut <- last[last$active_threads < last$threads, , drop = FALSE]
+  if (nrow(cut) > 0L) {
+    line <- sprintf("%s; %d of %d CPU threads per replica take work: %s", line, cut$active_threads[1],
+                    cut$threads[1], cut$threads_why[1])
+  }
   line
 }
 

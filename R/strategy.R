@@ -41,6 +41,7 @@ MirroredStrategy <- R6::R6Class("mirrored_strategy",
       cat("  all-reduce: ", plan[["name"]], if (nzchar(plan[["note"]])) paste0(" (", plan[["note"]], ")"),
           "\n", sep = "")
       if (any(self$placement$kind == "gpu")) cat(gpu_topology(self$placement, self$logical_per_gpu), sep = "\n")
+      if (any(self$placement$kind == "cpu")) cat(cpu_threads_line(length(self$devices)), "\n", sep = "")
       invisible(self)
     }
   ),
@@ -131,6 +132,14 @@ local_placement <- function(devices, logical, call = sys.call(-1)) {
     reason <- "as given"
   }
   list(placement = placement, reason = reason)
+}
+
+# print(strategy)'s line for CPU replicas: the threads each gets and why,
+# the kernels they run (the core's plan, as the models will be made).
+cpu_threads_line <- function(replicas) {
+  plan <- with_core(cpp_cpu_thread_plan(model_threads(), replicas))
+  sprintf("  CPU threads: %d per replica (%s), %s kernels; fewer take work while other processes use the cores (callback_device_monitor() shows it)",
+          plan$threads, plan$why, plan$kernels)
 }
 
 physical_gpu_count <- function() if (built_with_cuda()) cuda_device_count() else 0L

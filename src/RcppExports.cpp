@@ -121,6 +121,18 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_cpu_thread_plan
+Rcpp::List cpp_cpu_thread_plan(int asked, int replicas);
+RcppExport SEXP _mirrored_cpp_cpu_thread_plan(SEXP askedSEXP, SEXP replicasSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type asked(askedSEXP);
+    Rcpp::traits::input_parameter< int >::type replicas(replicasSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cpu_thread_plan(asked, replicas));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_resolve_cluster
 SEXP cpp_resolve_cluster(std::string cluster_json, Rcpp::CharacterVector env);
 RcppExport SEXP _mirrored_cpp_resolve_cluster(SEXP cluster_jsonSEXP, SEXP envSEXP) {
@@ -1238,6 +1250,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_cuda_memory", (DL_FUNC) &_mirrored_cpp_cuda_memory, 1},
     {"_mirrored_cpp_cuda_link", (DL_FUNC) &_mirrored_cpp_cuda_link, 2},
     {"_mirrored_cpp_build_info", (DL_FUNC) &_mirrored_cpp_build_info, 0},
+    {"_mirrored_cpp_cpu_thread_plan", (DL_FUNC) &_mirrored_cpp_cpu_thread_plan, 2},
     {"_mirrored_cpp_resolve_cluster", (DL_FUNC) &_mirrored_cpp_resolve_cluster, 2},
     {"_mirrored_cpp_model_set_bytes_per_pack", (DL_FUNC) &_mirrored_cpp_model_set_bytes_per_pack, 2},
     {"_mirrored_cpp_model_grad_buckets", (DL_FUNC) &_mirrored_cpp_model_grad_buckets, 1},

@@ -20,15 +20,16 @@ double mib_or_na(int64_t bytes) {
 // One element per replica: the last closed training epoch's steps and the
 // sums of its parts (which partition the steps' wall time), memory now and
 // at peak since the epoch opened, device-wide memory in use (NA on the
-// CPU) and GPU utilisation in percent (NA on the CPU or without NVML).
+// CPU), GPU utilisation in percent (NA on the CPU or without NVML), and the
+// replica's host threads now: how many, how many take work, why fewer.
 // [[Rcpp::export]]
 Rcpp::List cpp_device_report(SEXP model) {
   return guarded([&] {
     Rcpp::XPtr<mr::Model> m(model);
     const std::vector<mr::ReplicaReport> rep = m->device_report();
     const R_xlen_t n = static_cast<R_xlen_t>(rep.size());
-    Rcpp::IntegerVector replica(n), steps(n), util(n);
-    Rcpp::CharacterVector device(n);
+    Rcpp::IntegerVector replica(n), steps(n), util(n), threads(n), active(n);
+    Rcpp::CharacterVector device(n), why(n);
     Rcpp::NumericVector wall(n), compute(n), allreduce(n), input(n), host(n), mem(n), peak(n),
         dev_mem(n);
     for (R_xlen_t i = 0; i < n; ++i) {
@@ -45,6 +46,9 @@ Rcpp::List cpp_device_report(SEXP model) {
       peak[i] = mib_or_na(r.memory.peak);
       dev_mem[i] = mib_or_na(r.memory.device_used);
       util[i] = r.gpu_util < 0 ? NA_INTEGER : r.gpu_util;
+      threads[i] = r.threads;
+      active[i] = r.active_threads;
+      why[i] = r.threads_why;
     }
     return Rcpp::List::create(
         Rcpp::Named("replica") = replica, Rcpp::Named("device") = device,
@@ -52,6 +56,8 @@ Rcpp::List cpp_device_report(SEXP model) {
         Rcpp::Named("compute_ms") = compute, Rcpp::Named("allreduce_ms") = allreduce,
         Rcpp::Named("input_ms") = input, Rcpp::Named("host_ms") = host,
         Rcpp::Named("memory_mb") = mem, Rcpp::Named("peak_memory_mb") = peak,
-        Rcpp::Named("device_memory_mb") = dev_mem, Rcpp::Named("gpu_util") = util);
+        Rcpp::Named("device_memory_mb") = dev_mem, Rcpp::Named("gpu_util") = util,
+        Rcpp::Named("threads") = threads, Rcpp::Named("active_threads") = active,
+        Rcpp::Named("threads_why") = why);
   });
 }

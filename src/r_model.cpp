@@ -8,6 +8,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/host_cores.h"
 #include "dist/worker_group.h"  // i16
 #include "nn/graph.h"
 #include "nn/layers/registry.h"
@@ -66,14 +67,11 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
       MR_CHECK(w.get() != nullptr && *w, value, "this multi-worker strategy was closed");
       group = *w;
     }
-    if (threads <= 0) {
-      // The host's cores are shared by its replicas, and (i16) by the
-      // replicas of the job's other workers on this host.
-      const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-      const int sharing =
-          static_cast<int>(devs.size()) * (group ? group->workers_on_this_host() : 1);
-      threads = std::max(1, cores / sharing);
-    }
+    // The host's usable cores are shared by its replicas, and (i16) by the
+    // replicas of the job's other workers on this host.
+    threads = mr::plan_cpu_threads(threads, static_cast<int>(devs.size()) *
+                                                (group ? group->workers_on_this_host() : 1))
+                  .threads;
     // R owns the model from here: the XPtr finalizer deletes it.
     mr::PlacementOptions placement;
     placement.threads_per_replica = threads;

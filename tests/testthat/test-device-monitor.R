@@ -28,9 +28,16 @@ expect_monitor_frame <- function(df, epochs, devices) {
   expect_s3_class(df, "data.frame")
   expect_named(df, c("epoch", "replica", "device", "steps", "step_ms", "compute_ms",
                      "allreduce_ms", "input_ms", "host_ms", "memory_mb", "peak_memory_mb",
-                     "device_memory_mb", "gpu_util"))
+                     "device_memory_mb", "gpu_util", "threads", "active_threads", "threads_why"))
   types <- vapply(df, typeof, "")
-  expect_equal(unname(types), c("integer", "integer", "character", "integer", rep("double", 8), "integer"))
+  expect_equal(unname(types), c("integer", "integer", "character", "integer", rep("double", 8),
+                                rep("integer", 3), "character"))
+  # A CPU replica's team: as many threads as the strategy says, all or some
+  # of them working (fewer only with a reason).
+  plan <- mirrored:::cpp_cpu_thread_plan(0L, n)
+  expect_equal(df$threads, rep(plan$threads, epochs * n))
+  expect_true(all(df$active_threads >= 1L & df$active_threads <= df$threads))
+  expect_equal(df$threads_why == "", df$active_threads == df$threads)
   expect_equal(nrow(df), epochs * n)
   expect_equal(df$epoch, rep(seq_len(epochs), each = n))
   expect_equal(df$replica, rep(seq_len(n) - 1L, epochs))

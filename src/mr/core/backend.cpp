@@ -1,6 +1,7 @@
 #include "core/backend.h"
 
 #include "core/error.h"
+#include "core/thread_team.h"
 
 namespace mr {
 
@@ -15,6 +16,8 @@ void require_dtype(bool supported, const char* op, DType t, const Backend& be) {
   MR_CHECK(supported, value, op, " on ", be.name(), " does not implement dtype ", dtype_name(t));
 }
 }  // namespace
+
+TeamStatus Backend::host_threads() const { return TeamStatus{}; }
 
 void Backend::wait_host(const Event& e, const std::string& what) {
   // Backends whose events complete at once never enter the loop.

@@ -144,6 +144,7 @@ inline StridedCopy matrix_transpose(int64_t rows, int64_t cols, int64_t lds, int
 }
 
 class Backend;
+struct TeamStatus;  // core/thread_team.h
 
 // ---- i15-ops: the kinds and index box of the traced-graph ops (defined in
 // core/op_kinds.h, which includes this header; declared here so that the op
@@ -594,6 +595,9 @@ class Backend {
   virtual MemoryUse memory_use() const = 0;
   // The peak restarts from the bytes in use now.
   virtual void reset_peak_memory() = 0;
+  // The host threads computing the ops (a CPU replica's team and why it
+  // uses fewer than it has; one thread elsewhere). Between steps.
+  virtual TeamStatus host_threads() const;
   // ---- i14-gpu: CUDA graphs of the training step ------------------------------
   // A backend that can record its compute lane into a replayable graph (CUDA)
   // overrides these; the defaults say "cannot" and the caller runs the ops

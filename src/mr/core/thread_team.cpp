@@ -1,6 +1,6 @@
 #include "core/thread_team.h"
 
-#include <chrono>
+#include <algorithm>
 
 #include "core/error.h"
 #include "core/fp_mode.h"
@@ -15,43 +15,88 @@
 namespace mr {
 
 namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
 // How long a member (for the next job) and the caller (for the members'
-// shares) spin before sleeping on a condition variable. The ops of a step
-// come every ~10-100 us with longer gaps around the loss, the update and the
-// next batch; a member that sleeps there is woken through a futex and, on a
-// VM, a halted vCPU, which costs more than the op it is woken for. Measured on
-// an Intel Xeon Sapphire Rapids VM (2 cores; `build/bench_mlp_cpu 2 1500
-// 200`, the vignette's MLP, 4 alternating runs): a 20 us spin (2000 pauses)
-// gave 554-577 us/step and first steps up to 1.5 ms, a ~500 us spin 495-521
+// parts) spin before sleeping on a condition variable. The ops of a step come
+// every ~10-100 us with longer gaps around the loss, the update and the next
+// batch; a member that sleeps there is woken through a futex and, on a VM, a
+// halted vCPU, which costs more than the op it is woken for. Measured on an
+// Intel Xeon Sapphire Rapids VM (2 cores; `build/bench_mlp_cpu 2 1500 200`,
+// the vignette's MLP, 4 alternating runs): a 20 us spin (2000 pauses) gave
+// 554-577 us/step and first steps up to 1.5 ms, a ~500 us spin 495-521
 // us/step. An idle team (between fit() calls) still sleeps and burns no core.
 // Timed rather than counted: a pause takes 10 ns on that machine and up to
 // ~50 ns on others.
-constexpr auto kSpinWindow = std::chrono::microseconds(500);
+constexpr auto kSpinWindow = microseconds(500);
+// A spinning thread gives its core away (sched_yield) this often: on a core
+// another process wants, that process runs instead of the spin (the spinner's
+// part, if a job comes, is taken by a running member); on an idle core the
+// call returns at once (~0.3 us).
+constexpr auto kYieldEvery = microseconds(20);
+
+// A hand-off whose caller waited this long for the members, and longer than
+// its own share took, waited for a member that was not running: parts take
+// microseconds, a descheduled thread gets its core back after a scheduler
+// tick (1-4 ms).
+constexpr auto kStall = microseconds(250);
+// The team judges its members over windows of this many hand-offs or this
+// much time, whichever comes first.
+constexpr int64_t kWindowJobs = 256;
+constexpr auto kWindowTime = milliseconds(50);
+// A window is bad when it saw at least kBadStalls stalls and the caller's
+// waits took at least 1 / kBadShare of its time: then one member leaves the
+// work. The full team is tried again after kFirstProbe, twice as long after
+// each trial that fails (at most kLastProbe).
+constexpr int64_t kBadStalls = 2;
+constexpr int64_t kBadShare = 5;
+constexpr auto kFirstProbe = milliseconds(250);
+constexpr auto kLastProbe = milliseconds(8000);
+
+constexpr int kEpochShift = 48;
 
 // Spins until done() holds (true) or kSpinWindow has passed (done()'s last
-// answer); the clock is read once every 64 pauses.
+// answer); the clock is read once every 64 pauses, the core given away every
+// kYieldEvery.
 template <class Done>
 bool spin_until(Done&& done) {
-  const auto end = std::chrono::steady_clock::now() + kSpinWindow;
+  const auto start = Clock::now();
+  const auto end = start + kSpinWindow;
+  auto next_yield = start + kYieldEvery;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (done()) return true;
       MR_CPU_RELAX();
     }
-    if (std::chrono::steady_clock::now() >= end) return done();
+    const auto now = Clock::now();
+    if (now >= end) return done();
+    if (now >= next_yield) {
+      std::this_thread::yield();
+      next_yield = now + kYieldEvery;
+    }
   }
 }
+
+double to_ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
 }  // namespace
 
-ThreadTeam::ThreadTeam(int threads) : size_(threads) {
+ThreadTeam::ThreadTeam(int threads) : size_(threads), active_(threads) {
   MR_CHECK(threads >= 1, value, "a thread team needs at least 1 thread, got ", threads);
+  probe_after_ = kFirstProbe;
   threads_.reserve(static_cast<size_t>(threads - 1));
   try {
     for (int m = 1; m < threads; ++m) threads_.emplace_back([this, m] { worker(m); });
   } catch (...) {
-    stop_.store(true);
-    { std::lock_guard<std::mutex> lk(mu_); }
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_.store(true);
+    }
     wake_.notify_all();
+    park_.notify_all();
     for (auto& t : threads_) t.join();
     throw;
   }
@@ -63,7 +108,19 @@ ThreadTeam::~ThreadTeam() {
     stop_.store(true);
   }
   wake_.notify_all();
+  park_.notify_all();
   for (auto& t : threads_) t.join();
+}
+
+TeamStatus ThreadTeam::status() const {
+  TeamStatus s;
+  s.size = size_;
+  s.active = active();
+  std::lock_guard<std::mutex> lk(status_mu_);
+  s.why = s.active < s.size ? why_ : std::string();
+  s.stalls = stalls_;
+  s.reductions = reductions_;
+  return s;
 }
 
 void ThreadTeam::record_error(std::exception_ptr e) {
@@ -71,33 +128,33 @@ void ThreadTeam::record_error(std::exception_ptr e) {
   if (!error_) error_ = std::move(e);
 }
 
-void ThreadTeam::worker(int member) {
-  FlushToZeroGuard ftz;  // for the thread's lifetime
-  uint64_t seen = 0;
+bool ThreadTeam::claim(int64_t* part, int64_t* parts) {
+  uint64_t s = state_.load(std::memory_order_acquire);
   for (;;) {
-    uint64_t gen = seen;
-    spin_until([&] {
-      gen = generation_.load(std::memory_order_acquire);
-      return gen != seen || stop_.load(std::memory_order_relaxed);
-    });
-    if (gen == seen) {
-      std::unique_lock<std::mutex> lk(mu_);
-      // Announced before the predicate is checked (both seq_cst): either
-      // run() sees this sleeper and notifies, or this check sees its new
-      // generation.
-      sleepers_.fetch_add(1);
-      wake_.wait(lk, [&] { return stop_.load() || generation_.load() != seen; });
-      sleepers_.fetch_sub(1);
-      gen = generation_.load(std::memory_order_acquire);
+    const uint64_t next = s & kPartMask, total = (s >> kPartBits) & kPartMask;
+    if (next >= total) return false;
+    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      *part = static_cast<int64_t>(next);
+      *parts = static_cast<int64_t>(total);
+      return true;
     }
-    if (stop_.load()) return;
-    seen = gen;
+  }
+}
+
+void ThreadTeam::run_claimed(const std::function<void(int64_t, int)>* caller_fn, int member) {
+  int64_t part = 0, parts = 0;
+  while (claim(&part, &parts)) {
+    // A member reads the job after its claim: the caller published job_
+    // before the state it claimed from, and cannot replace it while a claimed
+    // part is unfinished.
+    const std::function<void(int64_t, int)>& fn = member == 0 ? *caller_fn : *job_;
     try {
-      (*job_)(member, size_);
+      fn(part, member);
     } catch (...) {
       record_error(std::current_exception());
     }
-    if (pending_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+    if (finished_.fetch_add(1) + 1 == parts && member != 0 && caller_sleeping_.load()) {
       // The caller may be about to sleep: taking the mutex orders this
       // notification after its predicate check.
       { std::lock_guard<std::mutex> lk(mu_); }
@@ -106,41 +163,89 @@ void ThreadTeam::worker(int member) {
   }
 }
 
-void ThreadTeam::run(const std::function<void(int member, int size)>& fn) {
+uint64_t ThreadTeam::wait_for_job(int member, uint64_t seen) {
+  for (;;) {
+    if (member >= active_.load(std::memory_order_acquire)) {
+      // Out of the work: sleep until the team takes this member back.
+      std::unique_lock<std::mutex> lk(mu_);
+      park_.wait(lk, [&] { return stop_.load() || member < active_.load(); });
+      if (stop_.load()) return 0;
+    }
+    uint64_t s = 0;
+    const bool fresh = spin_until([&] {
+      s = state_.load(std::memory_order_acquire);
+      return (s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed) ||
+             member >= active_.load(std::memory_order_relaxed);
+    });
+    if (!fresh) {
+      std::unique_lock<std::mutex> lk(mu_);
+      // Announced before the predicate is checked (both seq_cst): either
+      // run_parts() sees this sleeper and notifies, or this check sees its
+      // new epoch.
+      sleepers_.fetch_add(1);
+      wake_.wait(lk, [&] {
+        return stop_.load() || (state_.load() >> kEpochShift) != seen || member >= active_.load();
+      });
+      sleepers_.fetch_sub(1);
+      s = state_.load(std::memory_order_acquire);
+    }
+    if (stop_.load()) return 0;
+    if (member >= active_.load(std::memory_order_acquire)) continue;
+    return s;
+  }
+}
+
+void ThreadTeam::worker(int member) {
+  FlushToZeroGuard ftz;  // for the thread's lifetime
+  uint64_t seen = 0;
+  for (;;) {
+    const uint64_t s = wait_for_job(member, seen);
+    if (stop_.load()) return;
+    seen = s >> kEpochShift;
+    run_claimed(nullptr, member);
+  }
+}
+
+void ThreadTeam::run_parts(int64_t parts, const std::function<void(int64_t, int)>& fn) {
+  if (parts <= 0) return;
   FlushToZeroGuard ftz;
-  if (size_ == 1) {
-    fn(0, 1);
+  if (size_ == 1 || parts == 1 || active() == 1) {
+    if (size_ > 1 && active() == 1) maybe_probe();
+    for (int64_t p = 0; p < parts; ++p) fn(p, 0);
     return;
   }
-  // Members that still spin see the new generation without the mutex; only
-  // sleeping members need it and the wake-up (the previous run() left error_
-  // null under mu_, so nothing else is reset here).
+  MR_CHECK(static_cast<uint64_t>(parts) <= kPartMask, value, "a thread team job has at most ",
+           kPartMask, " parts, got ", parts);
+  const auto t0 = Clock::now();
+  finished_.store(0, std::memory_order_relaxed);
   job_ = &fn;
-  pending_.store(size_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1);  // seq_cst: ordered before the sleepers_ load
+  const uint64_t epoch = ((state_.load(std::memory_order_relaxed) >> kEpochShift) + 1) & 0xFFFF;
+  // seq_cst: ordered before the sleepers_ load.
+  state_.store((epoch << kEpochShift) | (static_cast<uint64_t>(parts) << kPartBits));
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lk(mu_); }
     wake_.notify_all();
   }
-  try {
-    fn(0, size_);
-  } catch (...) {
-    record_error(std::current_exception());
-  }
-  const bool finished = spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
+  run_claimed(&fn, 0);
+  const auto t1 = Clock::now();
+  const bool finished =
+      spin_until([&] { return finished_.load(std::memory_order_acquire) == parts; });
   std::exception_ptr error;
   {
     std::unique_lock<std::mutex> lk(mu_);
     if (!finished) {
       // Announced before the predicate is checked (both seq_cst): either the
-      // last member sees it and notifies, or the check sees pending_ == 0.
+      // last member sees it and notifies, or the check sees every part done.
       caller_sleeping_.store(true);
-      done_.wait(lk, [&] { return pending_.load() == 0; });
+      done_.wait(lk, [&] { return finished_.load() == parts; });
       caller_sleeping_.store(false);
     }
     error = std::move(error_);
     error_ = nullptr;
-    job_ = nullptr;
+  }
+  if (adaptive_) {
+    const auto t2 = Clock::now();
+    account(t2 - t0, t2 - t1, t1 - t0);
   }
   if (error) std::rethrow_exception(error);
 }
@@ -149,26 +254,111 @@ void ThreadTeam::parallel_for(int64_t n, int64_t grain,
                               const std::function<void(int64_t begin, int64_t end)>& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
-  if (size_ == 1 || n <= grain) {
+  const int members = active();
+  if (members == 1 || n <= grain) {
+    if (members == 1 && size_ > 1) maybe_probe();
     FlushToZeroGuard ftz;
     fn(0, n);
     return;
   }
-  // Chunk length: n / size rounded up to a multiple of grain.
-  const int64_t per = (n + size_ - 1) / size_;
+  // Chunk length: n / members rounded up to a multiple of grain.
+  const int64_t per = (n + members - 1) / members;
   const int64_t chunk = (per + grain - 1) / grain * grain;
-  // The member lambda captures one pointer so that std::function stores it
-  // in place: no heap allocation per op.
+  const int64_t parts = (n + chunk - 1) / chunk;
+  // The part lambda captures one pointer so that std::function stores it in
+  // place: no heap allocation per op.
   struct Split {
     int64_t n, chunk;
     const std::function<void(int64_t, int64_t)>* fn;
   } split{n, chunk, &fn};
-  run([s = &split](int member, int) {
-    const int64_t begin = s->chunk * member;
-    if (begin >= s->n) return;
+  run_parts(parts, [s = &split](int64_t part, int) {
+    const int64_t begin = s->chunk * part;
     const int64_t end = begin + s->chunk < s->n ? begin + s->chunk : s->n;
     (*s->fn)(begin, end);
   });
+}
+
+// ---- adaptation ---------------------------------------------------------------
+
+void ThreadTeam::set_active(int n, std::string why) {
+  {
+    std::lock_guard<std::mutex> lk(status_mu_);
+    why_ = std::move(why);
+  }
+  {
+    // Under mu_: a parked member checks active_ under it before it sleeps.
+    std::lock_guard<std::mutex> lk(mu_);
+    active_.store(n);
+  }
+  park_.notify_all();
+}
+
+void ThreadTeam::account(Clock::duration job, Clock::duration wait, Clock::duration own) {
+  window_.jobs += 1;
+  window_.busy += job;
+  window_.waited += wait;
+  if (wait >= kStall && wait >= 2 * own) {
+    window_.stalls += 1;
+    std::lock_guard<std::mutex> lk(status_mu_);
+    stalls_ += 1;
+  }
+  if (window_.jobs >= kWindowJobs || window_.busy >= kWindowTime) decide(Clock::now());
+}
+
+void ThreadTeam::decide(Clock::time_point now) {
+  const Window w = window_;
+  window_ = Window{};
+  const bool bad = w.stalls >= kBadStalls && w.waited * kBadShare >= w.busy;
+  if (probing_) {
+    probing_ = false;
+    if (!bad) {  // the full team works again: keep it
+      probe_after_ = kFirstProbe;
+      set_active(size_, std::string());
+      return;
+    }
+    probe_after_ = std::min<Clock::duration>(probe_after_ * 2, kLastProbe);
+    cut(w, now, before_probe_);
+    return;
+  }
+  if (bad && active() > 1) {
+    cut(w, now, active() - 1);
+    return;
+  }
+  if (active() < size_ && now >= next_probe_) start_probe();
+}
+
+void ThreadTeam::cut(const Window& w, Clock::time_point now, int members) {
+  {
+    std::lock_guard<std::mutex> lk(status_mu_);
+    reductions_ += 1;
+  }
+  const double share = w.busy.count() > 0 ? 100.0 * to_ms(w.waited) / to_ms(w.busy) : 0.0;
+  set_active(members, "another process is using the cores: over " + std::to_string(w.jobs) +
+                          " ops the replica waited " + std::to_string(w.stalls) +
+                          " times >= 0.25 ms for descheduled threads (" +
+                          std::to_string(static_cast<int>(share + 0.5)) +
+                          "% of its time); the whole team is tried again every " +
+                          std::to_string(static_cast<int>(to_ms(probe_after_) + 0.5)) + " ms");
+  next_probe_ = now + probe_after_;
+}
+
+void ThreadTeam::start_probe() {
+  probing_ = true;
+  before_probe_ = active();
+  window_ = Window{};
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lk(status_mu_);
+    why = why_;
+  }
+  set_active(size_, std::move(why));
+}
+
+void ThreadTeam::maybe_probe() {
+  // A cut team reads the clock once every 64 inline calls.
+  if (!adaptive_ || probing_ || ++inline_calls_ < 64) return;
+  inline_calls_ = 0;
+  if (Clock::now() >= next_probe_) start_probe();
 }
 
 }  // namespace mr

@@ -5,7 +5,9 @@
 // gradient; the 10-unit output layer from its kernel kept transposed, whose
 // copy is timed too; all with beta 0 and packed leading dimensions) and two
 // large ones, next to the FMA ceiling of this CPU (a loop of independent
-// vector FMAs).
+// vector FMAs), on the backend's default kernel path (cpu_isa.h;
+// MIRRORED_CPU_ISA picks another) and, where the build has oneDNN, its
+// dnnl_sgemm on one thread beside it (the library the avx512 path uses).
 //   bench_gemm [threads=2] [seconds per shape=0.3]
 #include <algorithm>
 #include <chrono>
@@ -15,7 +17,14 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "build_config.h"
 #include "core/fp_mode.h"
+#include "core/thread_team.h"
+
+#if MR_WITH_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -110,7 +119,9 @@ struct Shape {
   long m, n, k;
 };
 
-double bench(mr::Backend& be, const Shape& s, double secs) {
+// GFLOP/s of `product(a, b, c)` on s's operands (best of several batches).
+template <typename Product>
+double bench_product(const Shape& s, double secs, Product&& product) {
   const long arows = s.ta ? s.k : s.m, acols = s.ta ? s.m : s.k;
   const long brows = s.tb ? s.n : s.k, bcols = s.tb ? s.k : s.n;
   // 64-byte aligned, as the step's buffers are (the executor places every
@@ -122,9 +133,7 @@ double bench(mr::Backend& be, const Shape& s, double secs) {
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 1000) * 1e-3f - 0.5f;
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = static_cast<float>((i * 104729) % 1000) * 1e-3f - 0.5f;
-  auto once = [&] {
-    be.gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a.data(), acols, b.data(), bcols, 0.0f, c.data(), s.n);
-  };
+  auto once = [&] { product(a.data(), acols, b.data(), bcols, c.data()); };
   for (int i = 0; i < 3; ++i) once();
   // Best of several timed batches: the figure the hardware can sustain.
   double best = 0.0;
@@ -138,6 +147,27 @@ double bench(mr::Backend& be, const Shape& s, double secs) {
     if (g > best) best = g;
   }
   return best;
+}
+
+double bench(mr::Backend& be, const Shape& s, double secs) {
+  return bench_product(s, secs, [&](const float* a, long lda, const float* b, long ldb, float* c) {
+    be.gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, c, s.n);
+  });
+}
+
+// oneDNN's sgemm on one thread (-1 without oneDNN).
+double bench_dnnl(const Shape& s, double secs) {
+#if MR_WITH_DNNL
+  omp_set_num_threads(1);
+  return bench_product(s, secs, [&](const float* a, long lda, const float* b, long ldb, float* c) {
+    dnnl_sgemm(s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, c,
+               s.n);
+  });
+#else
+  (void)s;
+  (void)secs;
+  return -1.0;
+#endif
 }
 
 // Microseconds of the copy W[k, units] -> W^T that Dense makes once per step
@@ -180,13 +210,18 @@ int main(int argc, char** argv) {
   };
   auto one = mr::make_cpu_backend(0, 1);
   auto team = mr::make_cpu_backend(0, threads);
-  std::printf("%-18s %4s %5s %5s %5s %12s %12s\n", "product", "op", "m", "n", "k", "1 thr GF/s",
-              "team GF/s");
+  std::printf("kernel path: %s (%s)\n", mr::cpu_isa_name(mr::default_cpu_isa()),
+              mr::cpu_gemm_description(mr::default_cpu_isa()).c_str());
+  std::printf("%-18s %4s %5s %5s %5s %12s %12s %14s   %s\n", "product", "op", "m", "n", "k",
+              "1 thr GF/s", "team GF/s", "oneDNN 1 thr", "team working");
   for (const Shape& s : shapes) {
     const double g1 = bench(*one, s, secs);
     const double gt = bench(*team, s, secs);
-    std::printf("%-18s %c%c   %5ld %5ld %5ld %12.1f %12.1f\n", s.what, s.ta ? 'T' : 'N',
-                s.tb ? 'T' : 'N', s.m, s.n, s.k, g1, gt);
+    const double gd = bench_dnnl(s, secs);
+    const mr::TeamStatus st = team->host_threads();
+    std::printf("%-18s %c%c   %5ld %5ld %5ld %12.1f %12.1f %14.1f   %d/%d, %ld stalls\n", s.what,
+                s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.m, s.n, s.k, g1, gt, gd, st.active, st.size,
+                static_cast<long>(st.stalls));
   }
   if (one->keeps_transposed_narrow_weights(10))
     std::printf("W3 transpose: 256x10 in %.3f us (1 thread), once per step\n",

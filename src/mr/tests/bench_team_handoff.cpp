@@ -5,7 +5,7 @@
 //   - a cross-core round trip: one thread stores to a cache line, the other
 //     spins until it sees it and answers on a second line (the least any
 //     hand-off that waits for its member can cost);
-//   - ThreadTeam::run with an empty job (each member bumps its own line);
+//   - ThreadTeam::run_parts with an empty job of 2 parts (each bumps its line);
 //   - ThreadTeam::parallel_for(2, 1) with an empty body, as the kernels call
 //     it (for_range).
 // Numbers are the mean over many back-to-back calls; on a machine whose
@@ -65,14 +65,15 @@ int main(int argc, char** argv) {
   Line slot[2];
   const double rt = round_trip_ns(calls);
   const double run = mean_ns(calls, [&] {
-    team.run([&](int member, int) { slot[member].v.fetch_add(1, std::memory_order_relaxed); });
+    team.run_parts(
+        2, [&](int64_t part, int) { slot[part].v.fetch_add(1, std::memory_order_relaxed); });
   });
   const double pf = mean_ns(calls, [&] {
     team.parallel_for(
         2, 1, [&](int64_t b, int64_t) { slot[b].v.fetch_add(1, std::memory_order_relaxed); });
   });
   std::printf("cross-core round trip (2 cache lines):  %8.0f ns\n", rt);
-  std::printf("ThreadTeam::run, 2 members, empty job:   %8.0f ns\n", run);
+  std::printf("ThreadTeam::run_parts, 2 parts, empty:   %8.0f ns\n", run);
   std::printf("ThreadTeam::parallel_for(2, 1), empty:   %8.0f ns\n", pf);
   return 0;
 }

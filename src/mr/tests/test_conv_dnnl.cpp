@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -119,9 +120,7 @@ TEST(ConvDnnl, PassesMatchIm2colAtFullShortAndEmptyBatches) {
                                     << k.filters << " kernel " << k.kh << "x" << k.kw << " strides "
                                     << k.sh << "x" << k.sw << " dilation " << k.dh << "x" << k.dw
                                     << " groups " << k.groups << (k.same ? " same" : " valid"));
-    // A team of 3: 7 rows make the plan (3 rows per member; shares 3, 3, 1,
-    // the last padded with zero rows); 4 rows (2, 2 and an empty share) and
-    // 1 row then run in it; 0 rows.
+    // A team of 3; rows in one short chunk (padded with zero rows), and 0.
     CpuBackend dnnl(0, 3), im2col(0, 2);
     im2col.set_conv_dnnl(false);
     for (int64_t rows : {7, 4, 1, 7, 0}) {
@@ -136,9 +135,45 @@ TEST(ConvDnnl, PassesMatchIm2colAtFullShortAndEmptyBatches) {
   }
 }
 
+// Teams of 1, 2 and 3 threads give bit-identical passes: the chunks and the
+// filter gradient's groups depend on the rows and the geometry alone, never
+// on the team (before, a member's share of the rows made the primitives and
+// the filter gradient was summed per member). Row counts below, at and
+// around the chunk sizes, and the MNIST convnet's two layers at a replica's
+// batch; the im2col path too.
+TEST(ConvDnnl, PassesAreBitIdenticalForAnyTeamSize) {
+  const Case cases[] = {
+      {28, 28, 1, 32, 3, 3, 1, 1, 1, 1, 1, false},   // 16-row forward chunks, 32-row filter chunks
+      {13, 13, 32, 64, 3, 3, 1, 1, 1, 1, 1, false},  // 4 and 8
+      {7, 6, 3, 5, 3, 3, 2, 2, 1, 1, 1, true},       // small: the largest chunks
+      {6, 5, 4, 6, 3, 3, 1, 1, 1, 1, 2, true},       // groups
+  };
+  for (const Case& k : cases) {
+    const ConvGeometry g = geometry(k);
+    for (bool dnnl : {true, false}) {
+      SCOPED_TRACE(testing::Message() << k.h << "x" << k.w << "x" << k.c << " -> " << k.filters
+                                      << (dnnl ? ", oneDNN" : ", im2col"));
+      CpuBackend one(0, 1), two(0, 2), three(0, 3);
+      for (CpuBackend* be : {&one, &two, &three}) be->set_conv_dnnl(dnnl);
+      for (int64_t rows : {1, 3, 8, 9, 33, 64, 130}) {
+        const Passes a = run(one, g, rows), b = run(two, g, rows), c = run(three, g, rows);
+        for (const Passes* p : {&b, &c}) {
+          const int threads = p == &b ? 2 : 3;
+          ASSERT_EQ(0, std::memcmp(a.y.data(), p->y.data(), a.y.size() * sizeof(float)))
+              << "y, " << rows << " rows, " << threads << " threads";
+          ASSERT_EQ(0, std::memcmp(a.dw.data(), p->dw.data(), a.dw.size() * sizeof(float)))
+              << "dkernel, " << rows << " rows, " << threads << " threads";
+          ASSERT_EQ(0, std::memcmp(a.dx.data(), p->dx.data(), a.dx.size() * sizeof(float)))
+              << "dx, " << rows << " rows, " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
 // prepare_conv() (what Executor::reserve calls) makes the plan: no pass
-// allocates afterwards, the first one included, for any batch up to the
-// prepared size; an unprepared backend makes it at its first pass.
+// allocates afterwards, the first one included, for any batch (the plan does
+// not depend on the rows); an unprepared backend makes it at its first pass.
 TEST(ConvDnnl, PreparedPassesAllocateNothing) {
   const ConvGeometry g = geometry({13, 13, 8, 16, 3, 3, 1, 1, 1, 1, 1, true});
   CpuBackend be(0, 2);
@@ -147,7 +182,7 @@ TEST(ConvDnnl, PreparedPassesAllocateNothing) {
   be.prepare_conv(g, 9);
   const int64_t before = be.system_allocations();
   EXPECT_GT(before, fresh);
-  for (int64_t rows : {9, 5, 1, 0, 9}) run(be, g, rows);
+  for (int64_t rows : {9, 5, 1, 0, 9, 40}) run(be, g, rows);
   EXPECT_EQ(be.system_allocations(), before);
   CpuBackend lazy(0, 2);
   const int64_t lazy_before = lazy.system_allocations();

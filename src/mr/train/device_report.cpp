@@ -1,6 +1,7 @@
 // Model's i14-monitor members: opening a monitored epoch and reading its
 // report (train/device_report.h).
 #include "core/device_info.h"
+#include "core/thread_team.h"
 #include "train/model.h"
 
 namespace mr {
@@ -29,6 +30,10 @@ std::vector<ReplicaReport> Model::device_report() const {
     rep.memory = replicas_.backend(r).memory_use();
     if (d.kind == DeviceKind::cuda && nvml_ != nullptr)
       rep.gpu_util = nvml_->percent(cuda_pci_bus_id(d.cuda_ordinal()));
+    const TeamStatus team = replicas_.backend(r).host_threads();
+    rep.threads = team.size;
+    rep.active_threads = team.active;
+    rep.threads_why = team.why;
     out.push_back(rep);
   }
   return out;

@@ -17,6 +17,10 @@ struct ReplicaReport {
   StepBreakdown time;  // the last closed training epoch
   MemoryUse memory;    // now, peak since that epoch opened; device_used -1 on the CPU
   int gpu_util = -1;   // percent, -1 on the CPU or without NVML
+  // The replica's host threads now (a CPU replica's team: how many it has,
+  // how many take work, and why fewer; core/thread_team.h).
+  int threads = 1, active_threads = 1;
+  std::string threads_why;
 };
 
 }  // namespace mr

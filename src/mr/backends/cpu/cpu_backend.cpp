@@ -19,9 +19,10 @@ int checked_threads(int threads) {
 }
 }  // namespace
 
-CpuBackend::CpuBackend(int index, int threads) : index_(index), team_(checked_threads(threads)) {
+CpuBackend::CpuBackend(int index, int threads, CpuIsa isa)
+    : index_(index), isa_(isa), team_(checked_threads(threads)) {
   MR_CHECK(index >= 0, value, "a CPU device index must be >= 0, got ", index);
-  cpu::warm_up_gemm();  // i14-gemm: no JIT pause in the first step
+  if (isa_ == CpuIsa::avx512) cpu::warm_up_gemm();  // i14-gemm: no JIT pause in the first step
 }
 
 DeviceBuffer CpuBackend::allocate(size_t bytes) {
@@ -118,9 +119,13 @@ void CpuBackend::bias_grad(int64_t rows, int64_t cols, const float* dy, float* d
   });
 }
 
-std::unique_ptr<Backend> make_cpu_backend(int index, int threads) {
+std::unique_ptr<Backend> make_cpu_backend(int index, int threads, CpuIsa isa) {
   require_cpu_isa();
-  return std::make_unique<CpuBackend>(index, threads);
+  bool runs = false;
+  for (CpuIsa a : cpu_isas_available()) runs = runs || a == isa;
+  MR_CHECK(runs, device, "the ", cpu_isa_label(isa),
+           " CPU kernels are not in this build or the CPU ", "lacks them");
+  return std::make_unique<CpuBackend>(index, threads, isa);
 }
 
 }  // namespace mr

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "backends/cpu/cpu_conv_dnnl.h"
+#include "backends/cpu/cpu_isa.h"
 #include "backends/cpu/cpu_matmul_dnnl.h"
 #include "build_config.h"
 #include "core/backend.h"
@@ -21,11 +22,13 @@ namespace mr {
 
 class CpuBackend : public Backend {
  public:
-  CpuBackend(int index, int threads);
+  // `isa`: the kernel path (cpu_isa.h), one of cpu_isas_available().
+  CpuBackend(int index, int threads, CpuIsa isa = default_cpu_isa());
 
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override { return "cpu:" + std::to_string(index_); }
   int threads() const { return team_.size(); }
+  CpuIsa isa() const { return isa_; }
   int64_t system_allocations() const override { return allocations_; }
 
   DeviceBuffer allocate(size_t bytes) override;
@@ -158,6 +161,7 @@ class CpuBackend : public Backend {
 
  private:
   int index_;
+  CpuIsa isa_;
   ThreadTeam team_;
   StepScalars own_scalars_;
   int64_t allocations_ = 0;
@@ -202,6 +206,7 @@ class CpuBackend : public Backend {
  public:
   MemoryUse memory_use() const override;
   void reset_peak_memory() override;
+  TeamStatus host_threads() const override { return team_.status(); }
 
  private:
   // Bytes of the live blocks (their rounded sizes, kept in each block's
@@ -259,14 +264,13 @@ class CpuBackend : public Backend {
                      double* count) override;
 };
 
-// Throws mr::Error (device) when this CPU lacks an instruction set the build
-// compiled the CPU kernels for (AVX-512 / AVX2+FMA with MR_NATIVE).
-void require_cpu_isa();
+// A CPU backend on `isa`'s kernels (by default MIRRORED_CPU_ISA's, else the
+// best this build and CPU run: cpu_isa.h).
+std::unique_ptr<Backend> make_cpu_backend(int index, int threads, CpuIsa isa = default_cpu_isa());
 
-std::unique_ptr<Backend> make_cpu_backend(int index, int threads);
-
-// "Eigen 3.3.9 (AVX-512)": the library and vector unit the CPU gemm was built for.
-std::string cpu_gemm_description();
+// "oneDNN 2.6.3 sgemm (AVX-512)", "blocked GEMM, AVX2+FMA (...)": the GEMM
+// of `isa`'s kernel path.
+std::string cpu_gemm_description(CpuIsa isa);
 
 namespace cpu {
 
@@ -294,45 +298,42 @@ void for_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
   for_range(team, rows, grain, f);
 }
 
-// gemm on the calling thread alone (the backend's gemm contract, no team):
-// for ops that split their work across the team themselves and run one
-// product per member (cpu_conv.cpp).
-void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc);
+// gemm on the calling thread alone (the backend's gemm contract, no team) on
+// `isa`'s kernels: for ops that split their work across the team themselves
+// and run one product per member (cpu_conv.cpp).
+void gemm_serial(CpuIsa isa, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc);
 
 // ---- i14-gemm ----
 // Generates the gemm library's kernels now (oneDNN JITs them on first use:
 // ~30 ms once per process) so that the first training step does not pay it.
 void warm_up_gemm();
 
-// Most members a team may have (reductions keep one partial per member on the
-// stack).
+// Most members a team may have.
 constexpr int kMaxTeamSize = 256;
+// Most chunks reduce_rows cuts its rows into (one double each on the stack).
+constexpr int64_t kMaxReduceChunks = 64;
 
-// Sums f(r0, r1) (a double) over row chunks; the partials are added in member
-// order, so the result is deterministic for a given team size.
+// Sums f(r0, r1) (a double) over row chunks. The chunks depend only on rows
+// and row_cost (enough work each to repay a hand-off, at most
+// kMaxReduceChunks of them), and their partials are added in chunk order, so
+// the result is the same for any team size and whichever member ran a chunk.
 template <typename F>
 double reduce_rows(ThreadTeam& team, int64_t rows, int64_t row_cost, F&& f) {
   if (rows <= 0) return 0.0;
-  const int size = team.size();
-  const int64_t work = rows * (row_cost > 0 ? row_cost : 1);
-  if (size == 1 || work < kRowwiseMinWork || rows < size) {
-    double total = 0.0;
-    for_range(team, 1, 1, [&](int64_t, int64_t) { total = f(int64_t{0}, rows); });
-    return total;
-  }
-  double partial[kMaxTeamSize] = {};
-  const int64_t chunk = (rows + size - 1) / size;
-  auto body = [&](int member, int) {
-    const int64_t r0 = chunk * member;
-    if (r0 >= rows) return;
-    partial[member] = f(r0, r0 + chunk < rows ? r0 + chunk : rows);
-  };
-  auto* bp = &body;
-  team.run([bp](int member, int sz) { (*bp)(member, sz); });
+  const int64_t cost = row_cost > 0 ? row_cost : 1;
+  int64_t per = kRowwiseMinWork / cost > 1 ? kRowwiseMinWork / cost : 1;
+  const int64_t fewest = (rows + kMaxReduceChunks - 1) / kMaxReduceChunks;
+  if (per < fewest) per = fewest;
+  const int64_t chunks = (rows + per - 1) / per;
+  double partial[kMaxReduceChunks];
+  for_range(team, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      partial[c] = f(c * per, (c + 1) * per < rows ? (c + 1) * per : rows);
+  });
   double total = 0.0;
-  for (int m = 0; m < size; ++m) total += partial[m];
+  for (int64_t c = 0; c < chunks; ++c) total += partial[c];
   return total;
 }
 

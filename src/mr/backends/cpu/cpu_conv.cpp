@@ -171,7 +171,7 @@ void CpuBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* 
   for_sample_chunks(team_, g, rows, [&](int64_t n0, int64_t n1) {
     im2col(g, rows, n0, n1, x, col);
     for (int64_t grp = 0; grp < g.groups; ++grp)
-      cpu::gemm_serial(false, false, (n1 - n0) * pos, fg, kg, 1.0f,
+      cpu::gemm_serial(isa_, false, false, (n1 - n0) * pos, fg, kg, 1.0f,
                        col + grp * m * kg + n0 * pos * kg, kg, w + grp * fg, f, 0.0f,
                        y + n0 * pos * f + grp * fg, f);
   });
@@ -201,8 +201,8 @@ void CpuBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const
   // (fg columns) would have every member stream all of them.
   cpu::for_range(team_, kg, kFilterRowGrain, [&](int64_t r0, int64_t r1) {
     for (int64_t grp = 0; grp < g.groups; ++grp)
-      cpu::gemm_serial(true, false, r1 - r0, fg, m, 1.0f, a + grp * m * kg + r0, kg, dy + grp * fg,
-                       f, 0.0f, dw + r0 * f + grp * fg, f);
+      cpu::gemm_serial(isa_, true, false, r1 - r0, fg, m, 1.0f, a + grp * m * kg + r0, kg,
+                       dy + grp * fg, f, 0.0f, dw + r0 * f + grp * fg, f);
   });
 }
 
@@ -223,8 +223,9 @@ void CpuBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const f
   // added back into dx while they are in cache.
   for_sample_chunks(team_, g, rows, [&](int64_t n0, int64_t n1) {
     for (int64_t grp = 0; grp < g.groups; ++grp)
-      cpu::gemm_serial(false, true, (n1 - n0) * pos, kg, fg, 1.0f, dy + n0 * pos * f + grp * fg, f,
-                       w + grp * fg, f, 0.0f, col + grp * m * kg + n0 * pos * kg, kg);
+      cpu::gemm_serial(isa_, false, true, (n1 - n0) * pos, kg, fg, 1.0f,
+                       dy + n0 * pos * f + grp * fg, f, w + grp * fg, f, 0.0f,
+                       col + grp * m * kg + n0 * pos * kg, kg);
     col2im(g, rows, n0, n1, col, dx);
   });
 }

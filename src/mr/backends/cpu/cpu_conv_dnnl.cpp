@@ -7,36 +7,39 @@
 // the gradient back into Keras' layout (a few microseconds against the 2-6x
 // the blocked kernels gain).
 //
-// Plans. A plan holds, for one geometry and a row count R, the three
-// primitives (made for M = ceil(R / team size) rows: each team member runs
-// them on its share of the samples), the weight reorders, and one backend
-// allocation with the blocked kernel (forward's and backward-data's) and, per
-// member, its filter gradient in oneDNN's layout, a user scratchpad
-// (scratchpad_mode::user: oneDNN allocates nothing when it runs) and two
-// staging buffers of M rows (input-sized and output-sized). A call with
-// `rows` uses the plan with R == rows, else the smallest plan with R > rows,
-// else creates one with R == rows. So a training loop creates its plans in
-// its first step (a replica's slice of a full batch is the largest it gets),
-// and a later short batch (the epoch's last one, or a smaller slice) runs in
-// that plan without allocating; only a call with more rows than any plan (a
-// larger evaluation batch) creates one.
+// Chunks. A pass cuts the call's rows into chunks of a fixed size that depends
+// on the geometry alone (chunk_rows(): more samples for cheaper ones) and runs
+// one primitive call per chunk, on whichever team member claims it. So every
+// output element is computed by the same primitive on the same data whatever
+// the team size or the member: results are bit-identical for any team size
+// (before, the primitives were made for a member's share of the rows and the
+// filter gradient summed one partial per member, so another team size gave
+// other last bits). The last chunk of a call may be short: it runs on staging
+// buffers holding its rows followed by zero rows, so its outputs beyond the
+// rows are dropped and every padded term of the filter gradient is 0 * 0 (a
+// +0 changes no float sum).
 //
-// Invariant of a short share (a member given fewer than M rows): the staged
-// operands hold its rows followed by zero rows up to M, so the tail's
-// outputs are dropped and every tail term of the filter gradient is 0 * 0:
-// the member's gradient is exactly the sum over its real rows (adding +0
-// changes no float sum). Forward and backward-data are per sample, so the
-// padding cannot reach the real rows. The filter gradient is the members'
-// gradients summed in member order, then reordered into Keras' layout.
+// The filter gradient: the chunks are dealt to groups, chunk c to group c mod
+// G with G = min(groups, chunks) (the rows and the geometry alone fix it); a
+// group's chunks run in order on one member, the first writing the group's
+// sum, each later one computed into the member's buffer and added to it; then
+// the groups' sums are added in group order and reordered into Keras' layout.
+//
+// Plans. A plan holds, for one geometry, the three primitives (forward and
+// backward-data made for the forward chunk, backward-filter for the filter
+// chunk), the weight reorders, and one backend allocation with the blocked
+// kernel, the groups' gradient sums and, per member, a gradient buffer, a
+// user scratchpad (scratchpad_mode::user: oneDNN allocates nothing when it
+// runs) and two staging buffers of a chunk. The plan does not depend on the
+// rows, so the executor's prepare_conv() makes every plan a step needs.
 //
 // Threads: the passes run on the replica's ThreadTeam, each member calling
 // oneDNN with one OpenMP thread (omp_set_num_threads(1) in the member's
 // thread for the call, restored after). Measured (docs/convolution.md):
 // letting oneDNN thread with OpenMP instead left libgomp's workers spinning
 // after every call on the cores the team's next op needed (28 ms/step
-// against 17 for the convnet). Results are deterministic for a given team
-// size; they differ from the im2col path by float rounding only
-// (tests/test_conv_dnnl.cpp bounds it).
+// against 17 for the convnet). Results differ from the im2col path by float
+// rounding only (tests/test_conv_dnnl.cpp bounds it).
 #include "build_config.h"
 
 #if MR_WITH_DNNL
@@ -90,22 +93,51 @@ int64_t pad_after(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t di
   return std::max<int64_t>(0, (out - 1) * stride + (k - 1) * dil + 1 - in - before);
 }
 
+// Chunks (see the file comment): a forward or backward-data call takes
+// enough samples for about kChunkMacs multiply-adds, a backward-filter call
+// about kFilterChunkMacs, in powers of two within the bounds. Few samples
+// per call keep every member busy on a replica's slice of a batch; the
+// bounds keep oneDNN's per-call cost (a few microseconds; the filter
+// gradient's zeroing and the group sums) small. The MNIST convnet's layers
+// (26x26x32 and 11x11x64 outputs) take 16 and 4 rows forward, 32 and 8 rows
+// for the filter gradient.
+constexpr int64_t kChunkMacs = int64_t{1} << 21;
+constexpr int64_t kMinChunk = 4, kMaxChunk = 64;
+constexpr int64_t kFilterChunkMacs = int64_t{1} << 22;
+constexpr int64_t kMinFilterChunk = 8, kMaxFilterChunk = 128;
+// Filter groups: at most this many gradient sums per plan (half as many when
+// one gradient is larger than kLargeFilterBytes).
+constexpr int64_t kFilterGroups = 8;
+constexpr size_t kLargeFilterBytes = size_t{4} << 20;
+
+// The smallest power of two of samples, at least `least`, whose multiply-adds
+// reach `target`; at most `most`.
+int64_t chunk_rows(int64_t sample_macs, int64_t target, int64_t least, int64_t most) {
+  int64_t rows = least;
+  while (rows < most && rows * std::max<int64_t>(sample_macs, 1) < target) rows *= 2;
+  return rows;
+}
 }  // namespace
 
-// What one team member needs to run its share: its operands' memory
-// objects, argument maps, scratchpad, staging and its part of dW.
+// What one team member needs to run a chunk: its operands' memory objects,
+// argument maps, scratchpad, staging and gradient buffer.
 struct DnnlSlot {
   dnnl::stream stream;
-  memory src, dst, dw;  // dw: the member's filter gradient in oneDNN's layout
+  memory src, dst;    // the forward chunk's operands
+  memory fsrc, fdst;  // the filter chunk's operands
+  memory dw;          // the filter chunk's gradient (a group's sum or dw_buf)
   Args fwd_args, bwd_data_args, bwd_weights_args;
-  float* stage_in = nullptr;   // member_rows rows of the input (x or dx)
-  float* stage_out = nullptr;  // member_rows rows of the output (y or dy)
+  float* stage_in = nullptr;   // a chunk of input rows (x or dx)
+  float* stage_out = nullptr;  // a chunk of output rows (y or dy)
+  float* dw_buf = nullptr;     // one filter chunk's gradient, oneDNN's layout
 };
 
-// One geometry at R rows (see the file comment).
+// One geometry (see the file comment).
 struct DnnlPlan {
   ConvGeometry g;
-  int64_t rows = 0, member_rows = 0;
+  int64_t chunk = 0;                      // rows per forward / backward-data call
+  int64_t filter_chunk = 0;               // rows per backward-filter call
+  int64_t groups = 0;                     // most filter groups
   int64_t in_floats = 0, out_floats = 0;  // per row
   int64_t dw_floats = 0;                  // of the gradient in oneDNN's layout
   dnnl::convolution_forward fwd;
@@ -113,9 +145,10 @@ struct DnnlPlan {
   dnnl::convolution_backward_weights bwd_weights;
   // Empty where oneDNN chose Keras' layout itself.
   dnnl::reorder w_to_fwd, w_to_bwd, dw_to_user;
-  memory w_user, dw_user;
+  memory w_user, dw_user, dw_total;  // dw_total: the groups' total (group 0's sum)
   Args w_fwd_args, w_bwd_args, dw_args;
-  std::vector<DnnlSlot> slots;  // one per team member
+  std::vector<float*> group_sums;  // `groups` gradients, oneDNN's layout
+  std::vector<DnnlSlot> slots;     // one per team member
   DeviceBuffer storage;
 };
 
@@ -123,11 +156,11 @@ class DnnlConv {
  public:
   explicit DnnlConv(CpuBackend& be) : be_(be), engine_(dnnl::engine::kind::cpu, 0) {}
 
-  DnnlPlan& plan(const ConvGeometry& g, int64_t rows);
+  DnnlPlan& plan(const ConvGeometry& g);
   CpuBackend& backend() { return be_; }
 
  private:
-  std::unique_ptr<DnnlPlan> create(const ConvGeometry& g, int64_t rows);
+  std::unique_ptr<DnnlPlan> create(const ConvGeometry& g);
 
   CpuBackend& be_;
   dnnl::engine engine_;
@@ -144,35 +177,37 @@ DnnlConvPtr make_dnnl_conv(CpuBackend& be) {
   }
 }
 
-DnnlPlan& DnnlConv::plan(const ConvGeometry& g, int64_t rows) {
-  DnnlPlan* best = nullptr;
-  for (auto& p : plans_) {
-    if (!same_geometry(p->g, g) || p->rows < rows) continue;
-    if (best == nullptr || p->rows < best->rows) best = p.get();
-  }
-  if (best != nullptr) return *best;
-  plans_.push_back(create(g, rows));
+DnnlPlan& DnnlConv::plan(const ConvGeometry& g) {
+  for (auto& p : plans_)
+    if (same_geometry(p->g, g)) return *p;
+  plans_.push_back(create(g));
   return *plans_.back();
 }
 
 void dnnl_conv_prepare(DnnlConv& c, const ConvGeometry& g, int64_t max_rows) {
-  if (max_rows > 0) c.plan(g, max_rows);
+  if (max_rows > 0) c.plan(g);
 }
 
-std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) {
+std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g) {
   auto p = std::make_unique<DnnlPlan>();
   const int members = be_.threads();
   p->g = g;
-  p->rows = rows;
-  p->member_rows = (rows + members - 1) / members;
   p->in_floats = g.in_h * g.in_w * g.in_c;
   p->out_floats = g.out_h * g.out_w * g.out_c;
+  const int64_t sample_macs = p->out_floats * g.k_h * g.k_w * (g.in_c / g.groups);
+  p->chunk = chunk_rows(sample_macs, kChunkMacs, kMinChunk, kMaxChunk);
+  p->filter_chunk = chunk_rows(sample_macs, kFilterChunkMacs, kMinFilterChunk, kMaxFilterChunk);
+  const int64_t stage_rows = std::max(p->chunk, p->filter_chunk);
   // Each member runs the primitives on one OpenMP thread: made for that.
   OneOmpThread one;
   try {
-    const int64_t mr = p->member_rows;
-    const memory::desc src_md({mr, g.in_c, g.in_h, g.in_w}, memory::data_type::f32, Tag::nhwc);
-    const memory::desc dst_md({mr, g.out_c, g.out_h, g.out_w}, memory::data_type::f32, Tag::nhwc);
+    const auto act_md = [](int64_t rows, int64_t c, int64_t h, int64_t w) {
+      return memory::desc({rows, c, h, w}, memory::data_type::f32, Tag::nhwc);
+    };
+    const memory::desc src_md = act_md(p->chunk, g.in_c, g.in_h, g.in_w);
+    const memory::desc dst_md = act_md(p->chunk, g.out_c, g.out_h, g.out_w);
+    const memory::desc fsrc_md = act_md(p->filter_chunk, g.in_c, g.in_h, g.in_w);
+    const memory::desc fdst_md = act_md(p->filter_chunk, g.out_c, g.out_h, g.out_w);
     const bool grouped = g.groups > 1;
     const memory::dims wdims =
         grouped ? memory::dims{g.groups, g.out_c / g.groups, g.in_c / g.groups, g.k_h, g.k_w}
@@ -187,23 +222,28 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
-    const dnnl::convolution_forward::primitive_desc fwd_pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
-                                        dnnl::algorithm::convolution_direct, src_md, w_any_md,
-                                        dst_md, strides, dilates, pad_l, pad_r),
-        attr, engine_);
+    const auto fwd_desc = [&](const memory::desc& src, const memory::desc& dst) {
+      return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                             dnnl::algorithm::convolution_direct, src, w_any_md,
+                                             dst, strides, dilates, pad_l, pad_r);
+    };
+    const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc(src_md, dst_md), attr, engine_);
     const dnnl::convolution_backward_data::primitive_desc bd_pd(
         dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src_md, w_any_md,
                                               dst_md, strides, dilates, pad_l, pad_r),
         attr, engine_, fwd_pd);
+    // The backward-filter's hint: a forward of the filter chunk.
+    const dnnl::convolution_forward::primitive_desc ffwd_pd(fwd_desc(fsrc_md, fdst_md), attr,
+                                                            engine_);
     const dnnl::convolution_backward_weights::primitive_desc bw_pd(
-        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, src_md,
-                                                 w_any_md, dst_md, strides, dilates, pad_l, pad_r),
-        attr, engine_, fwd_pd);
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, fsrc_md,
+                                                 w_any_md, fdst_md, strides, dilates, pad_l, pad_r),
+        attr, engine_, ffwd_pd);
     // The activations must stay NHWC (the layers' layout): oneDNN was given
     // nhwc, not any, so it cannot have chosen otherwise.
     MR_CHECK(fwd_pd.src_desc() == src_md && fwd_pd.dst_desc() == dst_md &&
-                 bd_pd.diff_src_desc() == src_md && bw_pd.diff_dst_desc() == dst_md,
+                 bd_pd.diff_src_desc() == src_md && bw_pd.src_desc() == fsrc_md &&
+                 bw_pd.diff_dst_desc() == fdst_md,
              internal, "oneDNN changed the activations' layout");
 
     const memory::desc w_fwd_md = fwd_pd.weights_desc(), w_bwd_md = bd_pd.weights_desc(),
@@ -215,8 +255,8 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
     if (bwd_reorder) reorders.emplace_back(engine_, w_user_md, engine_, w_bwd_md, attr);
     if (dw_reorder) reorders.emplace_back(engine_, dw_md, engine_, w_user_md, attr);
 
-    // One allocation: blocked kernels, then per member its gradient,
-    // scratchpad and staging.
+    // One allocation: blocked kernels, the groups' sums, then per member its
+    // gradient buffer, scratchpad and staging.
     size_t scratch =
         std::max({fwd_pd.scratchpad_desc().get_size(), bd_pd.scratchpad_desc().get_size(),
                   bw_pd.scratchpad_desc().get_size()});
@@ -224,12 +264,15 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
     const size_t w_fwd_bytes = fwd_reorder ? round64(w_fwd_md.get_size()) : 0;
     const size_t w_bwd_bytes = bwd_reorder ? round64(w_bwd_md.get_size()) : 0;
     const size_t dw_bytes = round64(dw_md.get_size());
-    const size_t in_bytes = round64(sizeof(float) * mr * p->in_floats);
-    const size_t out_bytes = round64(sizeof(float) * mr * p->out_floats);
+    p->groups = dw_bytes > kLargeFilterBytes ? kFilterGroups / 2 : kFilterGroups;
+    const size_t in_bytes = round64(sizeof(float) * stage_rows * p->in_floats);
+    const size_t out_bytes = round64(sizeof(float) * stage_rows * p->out_floats);
     const size_t scratch_bytes = round64(std::max<size_t>(scratch, 1));
     const size_t slot_bytes = dw_bytes + in_bytes + out_bytes + scratch_bytes;
     p->dw_floats = static_cast<int64_t>(dw_md.get_size() / sizeof(float));
-    p->storage = be_.allocate(w_fwd_bytes + w_bwd_bytes + slot_bytes * members);
+    p->storage =
+        be_.allocate(w_fwd_bytes + w_bwd_bytes + dw_bytes * static_cast<size_t>(p->groups) +
+                     slot_bytes * static_cast<size_t>(members));
     char* base = static_cast<char*>(p->storage.get());
     auto take = [&](size_t bytes) {
       char* q = base;
@@ -238,18 +281,22 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
     };
     char* w_fwd_ptr = take(w_fwd_bytes);
     char* w_bwd_ptr = take(w_bwd_bytes);
+    for (int64_t q = 0; q < p->groups; ++q)
+      p->group_sums.push_back(reinterpret_cast<float*>(take(dw_bytes)));
 
     p->fwd = dnnl::convolution_forward(fwd_pd);
     p->bwd_data = dnnl::convolution_backward_data(bd_pd);
     p->bwd_weights = dnnl::convolution_backward_weights(bw_pd);
     p->w_user = memory(w_user_md, engine_, nullptr);
     p->dw_user = memory(w_user_md, engine_, nullptr);
+    p->dw_total = memory(dw_md, engine_, p->group_sums[0]);
     const memory w_fwd = fwd_reorder ? memory(w_fwd_md, engine_, w_fwd_ptr) : p->w_user;
     const memory w_bwd = bwd_reorder ? memory(w_bwd_md, engine_, w_bwd_ptr) : p->w_user;
     for (int m = 0; m < members; ++m) {
       DnnlSlot s;
       s.stream = dnnl::stream(engine_);
-      s.dw = memory(dw_md, engine_, take(dw_bytes));
+      s.dw_buf = reinterpret_cast<float*>(take(dw_bytes));
+      s.dw = memory(dw_md, engine_, s.dw_buf);
       s.stage_in = reinterpret_cast<float*>(take(in_bytes));
       s.stage_out = reinterpret_cast<float*>(take(out_bytes));
       const memory scratch_mem(
@@ -257,6 +304,8 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
           engine_, take(scratch_bytes));
       s.src = memory(src_md, engine_, nullptr);
       s.dst = memory(dst_md, engine_, nullptr);
+      s.fsrc = memory(fsrc_md, engine_, nullptr);
+      s.fdst = memory(fdst_md, engine_, nullptr);
       s.fwd_args = {{DNNL_ARG_SRC, s.src},
                     {DNNL_ARG_WEIGHTS, w_fwd},
                     {DNNL_ARG_DST, s.dst},
@@ -265,9 +314,9 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
                          {DNNL_ARG_WEIGHTS, w_bwd},
                          {DNNL_ARG_DIFF_DST, s.dst},
                          {DNNL_ARG_SCRATCHPAD, scratch_mem}};
-      s.bwd_weights_args = {{DNNL_ARG_SRC, s.src},
+      s.bwd_weights_args = {{DNNL_ARG_SRC, s.fsrc},
                             {DNNL_ARG_DIFF_WEIGHTS, s.dw},
-                            {DNNL_ARG_DIFF_DST, s.dst},
+                            {DNNL_ARG_DIFF_DST, s.fdst},
                             {DNNL_ARG_SCRATCHPAD, scratch_mem}};
       if (m == 0) {
         // The reorders run on member 0's stream and scratchpad, outside the
@@ -285,16 +334,16 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
         }
         if (dw_reorder) {
           p->dw_to_user = dnnl::reorder(reorders[next++]);
-          p->dw_args = {
-              {DNNL_ARG_FROM, s.dw}, {DNNL_ARG_TO, p->dw_user}, {DNNL_ARG_SCRATCHPAD, scratch_mem}};
+          p->dw_args = {{DNNL_ARG_FROM, p->dw_total},
+                        {DNNL_ARG_TO, p->dw_user},
+                        {DNNL_ARG_SCRATCHPAD, scratch_mem}};
         }
       }
       p->slots.push_back(std::move(s));
     }
   } catch (const dnnl::error& e) {
     fail(ErrorKind::device, "oneDNN: cannot create the convolution primitives for ", g.in_h, "x",
-         g.in_w, "x", g.in_c, " -> ", g.out_h, "x", g.out_w, "x", g.out_c, " at ", rows, " rows (",
-         e.what(), ")");
+         g.in_w, "x", g.in_c, " -> ", g.out_h, "x", g.out_w, "x", g.out_c, " (", e.what(), ")");
   }
   return p;
 }
@@ -302,7 +351,7 @@ std::unique_ptr<DnnlPlan> DnnlConv::create(const ConvGeometry& g, int64_t rows) 
 namespace {
 
 // Copies `rows` rows of `per_row` floats into `stage` and zeros the rest of
-// its `cap` rows (the short-call invariant of the file comment).
+// its `cap` rows (the short-chunk invariant of the file comment).
 void stage(const float* src, int64_t rows, int64_t cap, int64_t per_row, float* stage) {
   std::memcpy(stage, src, sizeof(float) * rows * per_row);
   std::memset(stage + rows * per_row, 0, sizeof(float) * (cap - rows) * per_row);
@@ -321,25 +370,15 @@ void guarded(const char* op, F&& f) {
   }
 }
 
-// Member m's samples [n0, n1): consecutive shares of member_rows rows.
-void share(const DnnlPlan& p, int64_t rows, int member, int64_t* n0, int64_t* n1) {
-  const int64_t per =
-      (rows + static_cast<int64_t>(p.slots.size()) - 1) / static_cast<int64_t>(p.slots.size());
-  *n0 = std::min<int64_t>(rows, member * per);
-  *n1 = std::min<int64_t>(rows, *n0 + per);
-}
-
-// Runs pass(slot, n0, count, short_share) on every team member whose share
-// [n0, n0 + count) of `rows` is not empty. A short share (fewer rows than the
-// plan's member_rows, for which the primitives were made) runs on the slot's
-// staging buffers.
+// Runs pass(slot, n0, count) for every chunk [n0, n0 + count) of `rows`
+// (chunks of p.chunk rows; the last may be shorter), each on the member that
+// claims it, with that member's slot.
 template <typename Pass>
-void for_each_share(DnnlConv& c, DnnlPlan& p, int64_t rows, Pass pass) {
-  c.backend().team().run([&](int m, int) {
-    int64_t n0, n1;
-    share(p, rows, m, &n0, &n1);
-    if (n0 == n1) return;
-    pass(p.slots[static_cast<size_t>(m)], n0, n1 - n0, n1 - n0 < p.member_rows);
+void for_each_chunk(DnnlConv& c, DnnlPlan& p, int64_t rows, Pass pass) {
+  const int64_t chunks = (rows + p.chunk - 1) / p.chunk;
+  c.backend().team().run_parts(chunks, [&](int64_t k, int member) {
+    const int64_t n0 = k * p.chunk;
+    pass(p.slots[static_cast<size_t>(member)], n0, std::min(p.chunk, rows - n0));
   });
 }
 
@@ -356,20 +395,21 @@ void run_reorder(DnnlPlan& p, dnnl::reorder& r, Args& args, const char* what) {
 void dnnl_conv_forward(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* x,
                        const float* w, float* y) {
   if (rows == 0) return;
-  DnnlPlan& p = c.plan(g, rows);
+  DnnlPlan& p = c.plan(g);
   p.w_user.set_data_handle(const_cast<float*>(w));
   run_reorder(p, p.w_to_fwd, p.w_fwd_args, "convolution forward (weight reorder)");
-  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
+  for_each_chunk(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n) {
+    const bool short_chunk = n < p.chunk;
     const float* xm = x + n0 * p.in_floats;
     float* ym = y + n0 * p.out_floats;
-    if (short_share) stage(xm, n, p.member_rows, p.in_floats, s.stage_in);
-    s.src.set_data_handle(short_share ? s.stage_in : const_cast<float*>(xm));
-    s.dst.set_data_handle(short_share ? s.stage_out : ym);
+    if (short_chunk) stage(xm, n, p.chunk, p.in_floats, s.stage_in);
+    s.src.set_data_handle(short_chunk ? s.stage_in : const_cast<float*>(xm));
+    s.dst.set_data_handle(short_chunk ? s.stage_out : ym);
     guarded("convolution forward", [&] {
       p.fwd.execute(s.stream, s.fwd_args);
       s.stream.wait();
     });
-    if (short_share) std::memcpy(ym, s.stage_out, sizeof(float) * n * p.out_floats);
+    if (short_chunk) std::memcpy(ym, s.stage_out, sizeof(float) * n * p.out_floats);
   });
 }
 
@@ -379,56 +419,66 @@ void dnnl_conv_backward_filter(DnnlConv& c, const ConvGeometry& g, int64_t rows,
     std::fill(dw, dw + g.k_h * g.k_w * (g.in_c / g.groups) * g.out_c, 0.0f);
     return;
   }
-  DnnlPlan& p = c.plan(g, rows);
-  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
-    const float* xm = x + n0 * p.in_floats;
-    const float* dym = dy + n0 * p.out_floats;
-    if (short_share) {
-      stage(xm, n, p.member_rows, p.in_floats, s.stage_in);
-      stage(dym, n, p.member_rows, p.out_floats, s.stage_out);
+  DnnlPlan& p = c.plan(g);
+  const int64_t fc = p.filter_chunk;
+  const int64_t chunks = (rows + fc - 1) / fc;
+  const int64_t groups = std::min(p.groups, chunks);
+  // Group q: chunks q, q + groups, ... in order on one member, into q's sum.
+  c.backend().team().run_parts(groups, [&](int64_t q, int member) {
+    DnnlSlot& s = p.slots[static_cast<size_t>(member)];
+    float* sum = p.group_sums[static_cast<size_t>(q)];
+    for (int64_t k = q; k < chunks; k += groups) {
+      const int64_t n0 = k * fc, n = std::min(fc, rows - n0);
+      const float* xm = x + n0 * p.in_floats;
+      const float* dym = dy + n0 * p.out_floats;
+      const bool short_chunk = n < fc;
+      if (short_chunk) {
+        stage(xm, n, fc, p.in_floats, s.stage_in);
+        stage(dym, n, fc, p.out_floats, s.stage_out);
+      }
+      s.fsrc.set_data_handle(short_chunk ? s.stage_in : const_cast<float*>(xm));
+      s.fdst.set_data_handle(short_chunk ? s.stage_out : const_cast<float*>(dym));
+      s.dw.set_data_handle(k == q ? sum : s.dw_buf);  // a group's first chunk writes its sum
+      guarded("convolution backward-filter", [&] {
+        p.bwd_weights.execute(s.stream, s.bwd_weights_args);
+        s.stream.wait();
+      });
+      if (k != q)
+        for (int64_t i = 0; i < p.dw_floats; ++i) sum[i] += s.dw_buf[i];
     }
-    s.src.set_data_handle(short_share ? s.stage_in : const_cast<float*>(xm));
-    s.dst.set_data_handle(short_share ? s.stage_out : const_cast<float*>(dym));
-    guarded("convolution backward-filter", [&] {
-      p.bwd_weights.execute(s.stream, s.bwd_weights_args);
-      s.stream.wait();
-    });
   });
-  // The members' gradients summed in member order (member 0's share is never
-  // empty when rows > 0), then into Keras' layout.
-  float* acc = static_cast<float*>(p.slots[0].dw.get_data_handle());
-  for (size_t m = 1; m < p.slots.size(); ++m) {
-    int64_t n0, n1;
-    share(p, rows, static_cast<int>(m), &n0, &n1);
-    if (n0 == n1) break;
-    const float* part = static_cast<const float*>(p.slots[m].dw.get_data_handle());
-    for (int64_t i = 0; i < p.dw_floats; ++i) acc[i] += part[i];
+  // The groups' sums in group order, then into Keras' layout.
+  float* total = p.group_sums[0];
+  for (int64_t q = 1; q < groups; ++q) {
+    const float* part = p.group_sums[static_cast<size_t>(q)];
+    for (int64_t i = 0; i < p.dw_floats; ++i) total[i] += part[i];
   }
   if (p.dw_to_user) {
     p.dw_user.set_data_handle(dw);
     run_reorder(p, p.dw_to_user, p.dw_args, "convolution backward-filter (gradient reorder)");
   } else {
-    std::memcpy(dw, acc, sizeof(float) * p.dw_floats);
+    std::memcpy(dw, total, sizeof(float) * p.dw_floats);
   }
 }
 
 void dnnl_conv_backward_data(DnnlConv& c, const ConvGeometry& g, int64_t rows, const float* dy,
                              const float* w, float* dx) {
   if (rows == 0) return;
-  DnnlPlan& p = c.plan(g, rows);
+  DnnlPlan& p = c.plan(g);
   p.w_user.set_data_handle(const_cast<float*>(w));
   run_reorder(p, p.w_to_bwd, p.w_bwd_args, "convolution backward-data (weight reorder)");
-  for_each_share(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n, bool short_share) {
+  for_each_chunk(c, p, rows, [&](DnnlSlot& s, int64_t n0, int64_t n) {
+    const bool short_chunk = n < p.chunk;
     const float* dym = dy + n0 * p.out_floats;
     float* dxm = dx + n0 * p.in_floats;
-    if (short_share) stage(dym, n, p.member_rows, p.out_floats, s.stage_out);
-    s.src.set_data_handle(short_share ? s.stage_in : dxm);
-    s.dst.set_data_handle(short_share ? s.stage_out : const_cast<float*>(dym));
+    if (short_chunk) stage(dym, n, p.chunk, p.out_floats, s.stage_out);
+    s.src.set_data_handle(short_chunk ? s.stage_in : dxm);
+    s.dst.set_data_handle(short_chunk ? s.stage_out : const_cast<float*>(dym));
     guarded("convolution backward-data", [&] {
       p.bwd_data.execute(s.stream, s.bwd_data_args);
       s.stream.wait();
     });
-    if (short_share) std::memcpy(dxm, s.stage_in, sizeof(float) * n * p.in_floats);
+    if (short_chunk) std::memcpy(dxm, s.stage_in, sizeof(float) * n * p.in_floats);
   });
 }
 

@@ -2,11 +2,16 @@
 // The output is split across the team (by row blocks of C when op(A) is
 // transposed and C is at least as tall as wide, else by column blocks when n
 // is wide enough, else by row blocks) and each member runs a single-threaded
-// GEMM on its block: oneDNN's sgemm when the build found oneDNN (Debian's
-// 2.6.3; its JIT AVX-512 kernels ran the step's products 15-25% faster than
-// Eigen 3.3 on an Intel Xeon Sapphire Rapids, and write C with beta == 0
-// instead of zeroing it first as Eigen does), else Eigen (Debian's OpenBLAS
-// 0.3.21 was measured at ~55-60% of Eigen's AVX-512 kernels and is not used).
+// GEMM on its block, the one of the backend's kernel path (cpu_isa.h):
+//   avx512: oneDNN's sgemm when the build found oneDNN (Debian's 2.6.3; its
+//     JIT AVX-512 kernels ran the step's products 15-25% faster than Eigen 3.3
+//     on an Intel Xeon Sapphire Rapids, and write C with beta == 0 instead of
+//     zeroing it first as Eigen does), else Eigen (Debian's OpenBLAS 0.3.21
+//     was measured at ~55-60% of Eigen's AVX-512 kernels and is not used),
+//     and the narrow-product kernels of cpu_gemm_narrow.cpp;
+//   avx2, portable: the blocked GEMM of cpu_gemm_blocked.h, whose arithmetic
+//     does not depend on the block (oneDNN's AVX2 sgemm's did: a split or
+//     another batch size changed the last bit, see cpu_gemm_blocked_kernel.h).
 // Eigen is included in this file only (its compile flags are set for this
 // file alone).
 //
@@ -20,6 +25,7 @@
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_gemm_blocked.h"
 #include "backends/cpu/cpu_gemm_narrow.h"
 #include "build_config.h"
 #include "core/error.h"
@@ -106,8 +112,9 @@ void dnnl_block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 }
 #endif
 
-void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+// The avx512 path's product of one block (oneDNN or Eigen).
+void library_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #if MR_WITH_DNNL
   dnnl_block_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return;
@@ -129,6 +136,24 @@ void block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, 
   if (ta && tb) eigen_product(am.transpose(), bm.transpose(), alpha, beta, cm);
 }
 
+// One block's product on `isa`'s kernels (m, n, k >= 1).
+void block_gemm(CpuIsa isa, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                int64_t ldc) {
+  const cpu::GemmCall call{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc};
+  switch (isa) {
+    case CpuIsa::avx512:
+      library_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return;
+    case CpuIsa::avx2:
+      cpu::blocked_avx2::gemm(call);
+      return;
+    case CpuIsa::portable:
+      break;
+  }
+  cpu::blocked_portable::gemm(call);
+}
+
 // C = beta * C for k == 0 (no product term); beta == 0 writes zeros.
 void scale_only(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
   for (int64_t i = 0; i < m; ++i) {
@@ -147,7 +172,7 @@ void scale_only(int64_t m, int64_t n, float beta, float* c, int64_t ldc) {
 // vignette's output layer: NT 64x10x256 147-191 against NN 154-177 GFLOP/s,
 // NN 64x256x10 155-171 against NT 128-162.
 bool CpuBackend::keeps_transposed_narrow_weights(int64_t units) const {
-  return units >= 1 && cpu::narrow_gemm_handles(false, true, 1, units, 1);
+  return isa_ == CpuIsa::avx512 && units >= 1 && cpu::narrow_gemm_handles(false, true, 1, units, 1);
 }
 
 void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
@@ -165,7 +190,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   }
   // One narrow dimension (n or k <= 16): the AVX-512 kernels of
   // cpu_gemm_narrow.cpp (i14-narrow).
-  if (cpu::narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
+  if (isa_ == CpuIsa::avx512 && cpu::narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
     cpu::narrow_gemm(&team_, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
@@ -173,7 +198,7 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
   const bool small = m * n * k < kParallelMinMacs || size == 1;
   if (small) {
     cpu::for_range(team_, 1, 1, [&](int64_t, int64_t) {
-      block_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      block_gemm(isa_, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     });
     return;
   }
@@ -184,13 +209,14 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t 
     // Column blocks: each member packs its own slice of B and all of A.
     cpu::for_range(team_, n, kColumnGrain, [&](int64_t j0, int64_t j1) {
       const float* bj = trans_b ? b + j0 * ldb : b + j0;
-      block_gemm(trans_a, trans_b, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
+      block_gemm(isa_, trans_a, trans_b, m, j1 - j0, k, alpha, a, lda, bj, ldb, beta, c + j0, ldc);
     });
   } else {
     const int64_t grain = n < kNarrowN ? kNarrowRows : kRowGrain;
     cpu::for_range(team_, m, grain, [&](int64_t i0, int64_t i1) {
       const float* ai = trans_a ? a + i0 : a + i0 * lda;
-      block_gemm(trans_a, trans_b, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta, c + i0 * ldc, ldc);
+      block_gemm(isa_, trans_a, trans_b, i1 - i0, n, k, alpha, ai, lda, b, ldb, beta, c + i0 * ldc,
+                 ldc);
     });
   }
 }
@@ -209,36 +235,33 @@ void warm_up_gemm() {
 #endif
 }
 
-void gemm_serial(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
-                 const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                 int64_t ldc) {
+void gemm_serial(CpuIsa isa, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                 float alpha, const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                 float* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
   if (k == 0) {
     scale_only(m, n, beta, c, ldc);
     return;
   }
-  if (narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
+  if (isa == CpuIsa::avx512 && narrow_gemm_handles(trans_a, trans_b, m, n, k)) {
     narrow_gemm(nullptr, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     return;
   }
-  block_gemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  block_gemm(isa, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace cpu
 
-std::string cpu_gemm_description() {
-  std::string isa = "SSE2";
-#if defined(__AVX512F__) && defined(EIGEN_ENABLE_AVX512)
-  isa = "AVX-512";
-#elif defined(__AVX2__) && defined(__FMA__)
-  isa = "AVX2+FMA";
-#endif
+std::string cpu_gemm_description(CpuIsa isa) {
+  if (isa != CpuIsa::avx512)
+    return std::string("blocked GEMM, ") + cpu_isa_label(isa) + " (bit-identical for any split)";
 #if MR_WITH_DNNL
-  return std::string("oneDNN ") + MR_DNNL_VERSION_STR + " sgemm";
-#endif
+  return std::string("oneDNN ") + MR_DNNL_VERSION_STR + " sgemm (AVX-512)";
+#else
   return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
-         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) + " (" +
-         isa + ")";
+         std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) +
+         " (AVX-512)";
+#endif
 }
 
 }  // namespace mr
