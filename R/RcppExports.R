@@ -341,6 +341,10 @@ cpp_visible_devices <- function(logical_per_gpu) {
     .Call(`_mirrored_cpp_visible_devices`, logical_per_gpu)
 }
 
+cpp_cuda_conv_engine <- function(ordinal) {
+    .Call(`_mirrored_cpp_cuda_conv_engine`, ordinal)
+}
+
 cpp_traced_shapes <- function(graph_json) {
     .Call(`_mirrored_cpp_traced_shapes`, graph_json)
 }

@@ -175,6 +175,9 @@ gpu_topology <- function(placement, logical_per_gpu) {
   } else if (sum(gpu) > length(ordinals)) {
     lines <- c(lines, sprintf("  links: %d logical GPUs per physical GPU (device copies)", logical_per_gpu))
   }
+  # The core's line on what runs the convolutions (cuDNN, or why not).
+  engine <- with_core(cpp_cuda_conv_engine(ordinals[1]))
+  if (nzchar(engine)) lines <- c(lines, paste0("  ", engine))
   lines
 }
 

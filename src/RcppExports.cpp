@@ -1028,6 +1028,17 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_cuda_conv_engine
+std::string cpp_cuda_conv_engine(int ordinal);
+RcppExport SEXP _mirrored_cpp_cuda_conv_engine(SEXP ordinalSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< int >::type ordinal(ordinalSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_cuda_conv_engine(ordinal));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_traced_shapes
 Rcpp::List cpp_traced_shapes(std::string graph_json);
 RcppExport SEXP _mirrored_cpp_traced_shapes(SEXP graph_jsonSEXP) {
@@ -1325,6 +1336,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_resolve_devices", (DL_FUNC) &_mirrored_cpp_resolve_devices, 2},
     {"_mirrored_cpp_default_devices", (DL_FUNC) &_mirrored_cpp_default_devices, 1},
     {"_mirrored_cpp_visible_devices", (DL_FUNC) &_mirrored_cpp_visible_devices, 1},
+    {"_mirrored_cpp_cuda_conv_engine", (DL_FUNC) &_mirrored_cpp_cuda_conv_engine, 1},
     {"_mirrored_cpp_traced_shapes", (DL_FUNC) &_mirrored_cpp_traced_shapes, 1},
     {"_mirrored_cpp_traced_eval", (DL_FUNC) &_mirrored_cpp_traced_eval, 3},
     {"_mirrored_cpp_traced_vjp", (DL_FUNC) &_mirrored_cpp_traced_vjp, 4},

@@ -5,8 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "build_config.h"
 #include "dist/device.h"
 #include "r_glue.h"
+#if MR_WITH_CUDA
+#include "backends/cuda/cuda_conv_engine.h"
+#endif
 
 using mr_glue::guarded;
 
@@ -47,4 +51,17 @@ Rcpp::List cpp_default_devices(int logical_per_gpu) {
 // [[Rcpp::export]]
 Rcpp::List cpp_visible_devices(int logical_per_gpu) {
   return guarded([&] { return placement(mr::visible_devices(logical_per_gpu)); });
+}
+
+// What runs the convolutions on CUDA device `ordinal` (print(strategy)): the
+// core's line ("convolutions: cuDNN 9.19.0", or why cuDNN is unavailable);
+// "" in a build without CUDA.
+// [[Rcpp::export]]
+std::string cpp_cuda_conv_engine(int ordinal) {
+#if MR_WITH_CUDA
+  return guarded([&] { return mr::cuda_conv_engine(ordinal); });
+#else
+  (void)ordinal;
+  return "";
+#endif
 }

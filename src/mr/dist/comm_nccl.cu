@@ -107,6 +107,13 @@ class NcclCommunicator final : public Communicator {
   void finish_abort(bool aborted) override {
     host_.reset();
     if (!aborted) return;
+    // CUDA graphs captured with these communicators hold their kernels: a
+    // replay after the abort would run kernels of a dead communicator
+    // (illegal address, or a hang). Every backend that ran a collective here
+    // drops its graphs; its step then runs eagerly once and captures again,
+    // with the new communicators (StepGraphs' lost-graph path).
+    for (Backend* be : served_)
+      if (be != nullptr) be->graph_reset();
     destroy(true);
     // i16: a communicator across processes cannot be rebuilt by one of them
     // (every process would need the same fresh unique id): it stays closed.
@@ -198,6 +205,7 @@ class NcclCommunicator final : public Communicator {
     MR_CHECK(be.kind() == DeviceKind::cuda, device, "the NCCL all-reduce needs GPU replicas, got ",
              be.name());
     if (abort_requested()) throw CollectiveAborted("NCCL collective abandoned: aborted");
+    served_.at(static_cast<size_t>(rank)) = &be;  // rank's own thread: its own slot
     MR_CHECK(!ranks_.empty(), worker,
              "the NCCL communicator across workers was aborted after a failure; every worker "
              "must be restarted");
@@ -217,6 +225,10 @@ class NcclCommunicator final : public Communicator {
   std::vector<int> ordinals_;
   double timeout_;
   std::vector<Rank> ranks_;
+  // The backend each rank's collectives ran on (not owned: the replica set
+  // owns both; finish_abort() runs while its backends live), whose captured
+  // graphs an aborting reset drops.
+  std::vector<Backend*> served_ = std::vector<Backend*>(ordinals_.size(), nullptr);
   ThreadCommunicator host_;  // barriers, deadlines and aborts on the host side
   // i16: ranks across processes (id_ empty: this process alone).
   int nranks_ = 0;

@@ -15,6 +15,9 @@
 // The skip is decided on the device (a word of the replica's step block the
 // update ops read), never by a host sync inside the step; the host reads the
 // outcome after the step's end-of-step wait and sets the next step's scale.
+// Every op of the step reads the scale from the step block (the loss
+// gradients are multiplied by it on the device: Step::scale_loss_gradients),
+// so a step under loss scaling can be captured as a CUDA graph and replayed.
 #pragma once
 
 #include <cstdint>

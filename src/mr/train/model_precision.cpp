@@ -59,8 +59,14 @@ void Model::compile_precision(const CompileConfig& c) {
 
 bool Model::finish_loss_scale() {
   if (!config_.loss_scale.dynamic) return false;
-  // Outside the step: the replicas have finished (ReplicaSet::wait), so this
-  // small download waits for nothing.
+  // Outside the step, after its ReplicaSet::wait. On a CPU the step is done
+  // and this is a copy; on a GPU the wait only means the step was queued, so
+  // this download waits (polled, with the model's deadline) for the step to
+  // finish: the host must know whether it was skipped before the next step,
+  // whose scalars it computes from the iterations a skipped step does not
+  // advance (Keras). The scale itself lives in the step block on the device
+  // (the loss gradients and the unscale read it there), so dynamic loss
+  // scaling no longer keeps the step from a CUDA graph.
   StepScalars s;
   replicas_.backend(0).download(&s, state_.scalars(0), sizeof s);
   LossScaleState& st = loss_scale_;
@@ -73,6 +79,11 @@ bool Model::finish_loss_scale() {
     // A skipped step keeps its iteration: a test's injected overflow fires
     // once (the retried iteration would hit it again).
     step_.update().inject_nonfinite(-1, 0);
+    // The injection is a host choice recorded with the step's ops: a graph
+    // captured with it must never replay. Dropping the graphs after any
+    // skipped step covers that case (the next steps warm up and capture
+    // again, a cost only while the scale settles).
+    step_.graphs().invalidate();
   } else if (st.step_counter == config_.loss_scale.dynamic_growth_steps - 1) {
     // Keras' upscale(): after dynamic_growth_steps finite steps.
     st.step_counter = 0;

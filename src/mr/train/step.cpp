@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/op_kinds.h"
 #include "dist/batch_split.h"
 #include "dist/communicator.h"
 #include "nn/regularization.h"
@@ -340,10 +341,17 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     graphs_->run(r, be, mode, [&] {
       rep.exec->forward(ps);
       // Loss = sum of per-sample losses / global batch size, so the summed
-      // gradients of all replicas equal the single-device gradient.
-      // Times the loss scale (a power of two, 1 without loss scaling: exact).
-      const float scale = 1.0f / static_cast<float>(global_rows) * scalars.loss_scale;
-      if (count > 0) losses(r, config, count, scale);
+      // gradients of all replicas equal the single-device gradient. Times
+      // the loss scale (a power of two, 1 without loss scaling: exact),
+      // which dynamic loss scaling multiplies in on the device, read from
+      // the step's block: a captured step replays with each step's scale.
+      const bool dynamic = config.loss_scale.dynamic;
+      const float scale =
+          1.0f / static_cast<float>(global_rows) * (dynamic ? 1.0f : scalars.loss_scale);
+      if (count > 0) {
+        losses(r, config, count, scale);
+        if (dynamic) scale_loss_gradients(r, count, &state_.scalars(r)->loss_scale);
+      }
       double* reg_sum = state_.metric_sums(r) + regularization_sum_offset(config);
       rep.exec->activity_penalties(ps, reg_sum);
       // i14-overlap: gradient buckets all-reduced as backward finishes them.
@@ -361,6 +369,27 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
     });
     stage_ahead(r, &clock_);  // i14-devinput: once the step's work is queued
   });
+}
+
+void Step::scale_loss_gradients(int rank, int64_t count, const float* loss_scale) {
+  Replica& rep = *reps_[static_cast<size_t>(rank)];
+  Backend& be = replicas_.backend(rank);
+  for (size_t k = 0; k < graph_.outputs().size(); ++k) {
+    const int64_t n = count * graph_.out_shape(graph_.outputs()[k]).numel();
+    if (n <= 0) continue;
+    // grad (n floats) times the one float at loss_scale, in place. A power
+    // of two: the same bits as a loss gradient computed with the scale in
+    // its factor (barring over- and underflow).
+    Broadcast g;
+    g.rank = 1;
+    g.operands = 2;
+    g.size = n;
+    g.dims[0] = n;
+    g.stride[0][0] = 1;
+    g.stride[1][0] = 0;
+    float* grad = rep.exec->output_grad(static_cast<int>(k));
+    be.binary(BinaryOp::multiply, g, grad, loss_scale, grad);
+  }
 }
 
 void Step::post_eval(const HostBatch& batch, const CompileConfig& config) {
@@ -415,10 +444,13 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   // Host choices that change from step to step inside UpdatePipeline::run.
   if (c.optimizer.gradient_accumulation_steps > 0) return false;
   if (c.optimizer.use_ema && c.optimizer.ema_overwrite_frequency > 0) return false;
-  // Dynamic loss scaling: the loss gradient's factor (1 / rows * scale) is a
-  // kernel argument that changes whenever the scale does, and the host reads
-  // the skip word after every step: eager.
-  if (c.loss_scale.dynamic) return false;
+  // Dynamic loss scaling captures too: the scale is read from the step's
+  // block (the loss gradients' factor: scale_loss_gradients; the unscale and
+  // the updates' skip word), and the skip word is read after the step, outside
+  // the graph (Model::finish_loss_scale, which drops the graphs after a
+  // skipped step). The test hook UpdatePipeline::inject_nonfinite is a host
+  // choice made when a step records its ops: with graphs on it fires only if
+  // its step is eager or captured, so GPU tests that inject turn graphs off.
   // i15-users: traced graphs (layers, losses, metrics) run eagerly until
   // their ops are checked under capture on a GPU.
   if (traced_->present()) return false;

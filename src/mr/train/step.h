@@ -127,6 +127,9 @@ class Step {
   // slice, each sample weighted by its sample weight when the batch has them.
   // The loss's per-batch arguments are batch_params_.
   void losses(int rank, const CompileConfig& c, int64_t count, float grad_scale);
+  // Dynamic loss scaling: every output's loss gradient (count rows) times
+  // the device float at loss_scale (the step block's StepScalars::loss_scale).
+  void scale_loss_gradients(int rank, int64_t count, const float* loss_scale);
   // Each output's loss arguments for the global `batch` (batch_loss_params),
   // computed once on the posting thread before the replicas read them.
   void set_batch_params(const HostBatch& batch, const CompileConfig& c);

@@ -68,8 +68,10 @@ class StepGraphs {
 
   // Replica thread: runs `body` (the step's device work) in `mode` on `be`.
   // A capture that fails (or throws) runs `body` eagerly instead, since
-  // nothing captured ran, and turns graphs off; a replay whose graph the
-  // backend lost (set_tf32 reset it) runs eagerly and captures again later.
+  // nothing captured ran, and turns graphs off; the backend's graphs are
+  // reset then, so that no partial capture stays behind. A replay whose
+  // graph the backend lost (set_tf32, or a communicator's aborting reset,
+  // reset it) runs eagerly and captures again later.
   template <class F>
   void run(int rank, Backend& be, StepMode mode, F&& body) {
     if (mode == StepMode::replay) {
@@ -90,7 +92,11 @@ class StepGraphs {
       } catch (...) {
         threw = true;
       }
-      if (be.graph_capture_end(0) && !threw && be.graph_launch(0)) return;
+      // The capture must end whatever happened (the stream stays in capture
+      // mode otherwise); a body that threw leaves a partial graph in the slot.
+      const bool captured = be.graph_capture_end(0);
+      if (captured && !threw && be.graph_launch(0)) return;
+      be.graph_reset();
       failed_[static_cast<size_t>(rank)] = 1;
     }
     body();

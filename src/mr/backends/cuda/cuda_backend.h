@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_handles.h"
+#include "backends/cuda/optional_engine.h"
 #include "core/backend.h"
 
 namespace mr {
@@ -80,6 +82,7 @@ class CachingAllocator {
 // memory, since cudaHostAlloc / cudaFreeHost synchronise the whole device.
 class PinnedRing {
  public:
+  // Frees what it made when it throws (an event or a slot it could not get).
   PinnedRing(int ordinal, int slots, size_t slot_bytes);
   ~PinnedRing();
   PinnedRing(const PinnedRing&) = delete;
@@ -102,6 +105,7 @@ class PinnedRing {
     bool pending = false;
   };
   void free_slots() noexcept;
+  void destroy_events() noexcept;
   void alloc_slots(size_t bytes);
 
   int ordinal_;
@@ -228,6 +232,11 @@ class CudaBackend final : public Backend {
 
   // Block partials of a row reduction (loss, metric): grows on demand.
   double* reduction_scratch(int64_t blocks);
+  // Partials of the chunked column reductions (bias_grad, batch-norm and
+  // layer-norm statistics; cuda_column_reduce.h): kColumnPartials doubles
+  // (cuda_column_split.h), allocated once by the constructor, so that no
+  // step allocates them.
+  double* column_partials() { return static_cast<double*>(column_partials_.get()); }
   // Device word where the loss records its first bad label (see above).
   unsigned long long* label_status() { return static_cast<unsigned long long*>(status_.get()); }
 
@@ -241,19 +250,30 @@ class CudaBackend final : public Backend {
   void wait_idle(const char* what);
   // Both streams idle, within a bounded time; false if that failed.
   bool drain_noexcept() noexcept;
+  // ~CudaBackend after a failed drain: gives up every handle and buffer
+  // without freeing it (the GPU may still use them).
+  void abandon_resources() noexcept;
 
   int index_;
   int ordinal_;
-  cudaStream_t stream_ = nullptr;
-  cudaStream_t copy_stream_ = nullptr;
-  cudaEvent_t idle_ = nullptr;                 // recorded by wait_idle()
-  unsigned long long* status_host_ = nullptr;  // pinned: the label word read back
-  cublasHandle_t blas_ = nullptr;
+  // Owned (cuda_handles.h): a constructor that throws frees what it made.
+  // Members are destroyed in reverse order: everything below before the
+  // streams, the buffers before the allocator.
+  cuda::OwnedStream stream_;
+  cuda::OwnedStream copy_stream_;
+  cuda::OwnedEvent idle_;                              // recorded by wait_idle()
+  cuda::OwnedPinned<unsigned long long> status_host_;  // pinned: the label word read back
   std::unique_ptr<CachingAllocator> alloc_;
   std::unique_ptr<PinnedRing> pinned_;
+  // cuBLAS' workspace, from the allocator (kBlasWorkspaceBytes), set with
+  // cublasSetWorkspace after cublasSetStream (which resets it): eager and
+  // captured GEMMs use the same memory, and a capture allocates nothing.
+  DeviceBuffer blas_workspace_{nullptr, DeviceFree{}};
+  cuda::OwnedBlas blas_;  // after its workspace: destroyed before it
   // Declared after the allocator: freed before it.
   DeviceBuffer scratch_{nullptr, DeviceFree{}};
   int64_t scratch_blocks_ = 0;
+  DeviceBuffer column_partials_{nullptr, DeviceFree{}};
   DeviceBuffer status_{nullptr, DeviceFree{}};
   DeviceBuffer own_scalars_{nullptr, DeviceFree{}};  // stage_scalars()' block
   int64_t status_cols_ = 0;    // cols of the last sparse loss, for the message
@@ -280,6 +300,9 @@ class CudaBackend final : public Backend {
   // word's top bit (kIndexStatusTag), and check_status() names the index;
   // this is the input_dim of the last embedding lookup, for the message.
   int64_t status_input_dim_ = 0;
+  // The embedding gradient's sort buffers (cuda_embedding.cu), grown on demand.
+  DeviceBuffer embed_sort_{nullptr, DeviceFree{}};
+  size_t embed_sort_bytes_ = 0;
 
   // ---- cuDNN convolutions (cuda_conv_cudnn.cu; issue 12) --------------------
   // With cuDNN (MR_WITH_CUDNN), prepare_conv() makes a plan per convolution
@@ -316,11 +339,25 @@ class CudaBackend final : public Backend {
                            float* dx);
   // set_tf32() changed the math mode: the plans choose their algorithms again.
   void cudnn_math_changed();
+  // The cuDNN engine if it was made (null before the first prepare_conv(),
+  // without cuDNN, or when making it failed: see cudnn_note()).
+  CudnnConv* cudnn() const { return cudnn_.made(); }
   bool tf32_ = false;
-  // Null without cuDNN. Declared last: its workspace goes back to the
-  // allocator before the allocator dies (~CudaBackend resets it first).
-  std::unique_ptr<CudnnConv> cudnn_;
+  // cuDNN's handle, plans and workspace, made by the first prepare_conv()
+  // (an MLP never makes it); never made without cuDNN, and when making it
+  // fails the convolutions run im2col + cuBLAS. Declared after the
+  // allocator: its workspace goes back to it first (~CudaBackend resets it).
+  // (Named in the constructor, where CudnnConv is complete.)
+  OptionalEngine<CudnnConv> cudnn_;
 
+ public:
+  // Why this backend's convolutions do not run through cuDNN although the
+  // build has it ("" while they do, or before any convolution was
+  // prepared): one line for the user (cuda_conv_engine() says the same for
+  // the strategy's print()).
+  const std::string& cudnn_note() const { return cudnn_.note(); }
+
+ private:
   // ---- i14-monitor: memory in use (cuda_memory.cu) ----
  public:
   MemoryUse memory_use() const override;
@@ -424,11 +461,24 @@ void check_launch(const char* kernel, int ordinal);
 }  // namespace cuda
 
 // The status word's top bit marks a bad embedding index (cuda_embedding.cu);
-// without it the word holds a bad label (cuda_loss.cu). Positions stay below
-// 2^31, so the tag never collides with a position.
+// without it the word holds a bad label (cuda_loss.cu).
 constexpr unsigned long long kIndexStatusTag = 1ull << 63;
 // With kIndexStatusTag, bit 62 marks a bad take_along_axis index
 // (cuda_traced_index.cu) rather than an embedding index.
 constexpr unsigned long long kTakeStatusTag = 1ull << 62;
+// Positions of bad indices sit in bits 32..61 (below both tags): a position
+// past kStatusMaxPosition is recorded as kStatusMaxPosition, which the
+// message reports as "at position 1073741823 or later" (atomicMin still
+// keeps the first bad position when it is below). Labels (no tag) use bits
+// 32..62 (rows < 2^31).
+constexpr int64_t kStatusMaxPosition = (int64_t{1} << 30) - 1;
+#ifdef __CUDACC__
+__device__ __forceinline__ unsigned long long status_position(int64_t p) {
+  return static_cast<unsigned long long>(p < kStatusMaxPosition ? p : kStatusMaxPosition) << 32;
+}
+#endif
+
+// cuBLAS' workspace per backend: 32 MiB, cuBLAS' recommendation for Hopper.
+constexpr size_t kBlasWorkspaceBytes = size_t{32} << 20;
 
 }  // namespace mr

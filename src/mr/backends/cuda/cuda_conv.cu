@@ -79,6 +79,7 @@ void check_geometry(const ConvGeometry& g, int64_t rows, const char* op) {
 void CudaBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w,
                                float* y, float* col) {
   check_geometry(g, rows, "conv_forward");
+  use_device(ordinal_);  // before any launch (cuDNN's transpose included)
   if (rows == 0) return;
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   if (g.pointwise()) {
@@ -98,6 +99,7 @@ void CudaBackend::conv_forward(const ConvGeometry& g, int64_t rows, const float*
 void CudaBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, const float* x,
                                        const float* dy, float* dw, float* col) {
   check_geometry(g, rows, "conv_backward_filter");
+  use_device(ordinal_);  // before any launch (cuDNN's transpose included)
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   const int64_t kg = g.k_h * g.k_w * (g.in_c / g.groups);
   if (rows == 0) {
@@ -114,6 +116,7 @@ void CudaBackend::conv_backward_filter(const ConvGeometry& g, int64_t rows, cons
 void CudaBackend::conv_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
                                      const float* w, float* dx, float* col) {
   check_geometry(g, rows, "conv_backward_data");
+  use_device(ordinal_);  // before any launch (cuDNN's transpose included)
   if (rows == 0) return;
   const int64_t m = rows * g.out_h * g.out_w, f = g.out_c, fg = f / g.groups;
   if (g.pointwise()) {

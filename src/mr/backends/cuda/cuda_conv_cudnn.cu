@@ -22,6 +22,8 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_conv_cudnn.h"
+#include "backends/cuda/cuda_conv_engine.h"
+#include "core/device_info.h"
 #include "core/error.h"
 
 namespace mr {
@@ -271,39 +273,66 @@ CudnnPlan* CudnnConv::ready(const ConvGeometry& g, int64_t rows, size_t bytes) {
 
 // ---- CudaBackend -------------------------------------------------------------
 
+namespace {
+std::unique_ptr<CudnnConv> make_cudnn(int ordinal, cudaStream_t stream) {
+  return std::make_unique<CudnnConv>(ordinal, stream);
+}
+}  // namespace
+
+std::string cuda_conv_engine(int ordinal) {
+  use_device(ordinal);
+  OptionalEngine<CudnnConv> probe{"cuDNN", "convolutions run im2col + cuBLAS"};
+  if (probe.get([&] { return make_cudnn(ordinal, nullptr); }) != nullptr)
+    return "convolutions: cuDNN " + cudnn_version();
+  (void)cudaGetLastError();  // a failed cudnnCreate may leave a (non-sticky) error behind
+  return probe.note();
+}
+
 void CudaBackend::prepare_conv(const ConvGeometry& g, int64_t max_rows) {
-  if (!cudnn_ || g.pointwise() || max_rows < 1) return;
+  if (g.pointwise() || max_rows < 1) return;
   use_device(ordinal_);
-  const size_t need = cudnn_->prepare(g, max_rows, tf32_);
-  if (need > cudnn_->workspace_bytes) {
+  // The first convolution makes cuDNN's handle; if that fails, cudnn_note()
+  // says why and every convolution runs im2col + cuBLAS.
+  CudnnConv* dnn = cudnn_.get([&] { return make_cudnn(ordinal_, stream_); });
+  if (dnn == nullptr) {
+    // Not the next launch's error: a failed cudnnCreate may leave one behind.
+    (void)cudaGetLastError();
+    return;
+  }
+  const size_t need = dnn->prepare(g, max_rows, tf32_);
+  if (need > dnn->workspace_bytes) {
     // Outside steps (Executor::reserve): the one place the workspace grows.
-    cudnn_->workspace = allocate(need);
-    cudnn_->workspace_bytes = need;
+    dnn->workspace = allocate(need);
+    dnn->workspace_bytes = need;
   }
 }
 
 void CudaBackend::cudnn_math_changed() {
-  if (!cudnn_) return;
+  CudnnConv* dnn = cudnn();
+  if (dnn == nullptr) return;
   use_device(ordinal_);
-  const size_t need = cudnn_->replan(tf32_);
-  if (need > cudnn_->workspace_bytes) {
-    cudnn_->workspace = allocate(need);
-    cudnn_->workspace_bytes = need;
+  const size_t need = dnn->replan(tf32_);
+  if (need > dnn->workspace_bytes) {
+    dnn->workspace = allocate(need);
+    dnn->workspace_bytes = need;
   }
 }
 
 std::string CudaBackend::conv_path(const ConvGeometry& g, int64_t rows) {
   if (g.pointwise()) return "gemm";
-  if (cudnn_ && cudnn_->ready(g, rows, cudnn_->workspace_bytes) != nullptr) return "cudnn";
-  return "im2col";
+  CudnnConv* dnn = cudnn();
+  if (dnn == nullptr) return "im2col";
+  use_device(ordinal_);
+  return dnn->ready(g, rows, dnn->workspace_bytes) != nullptr ? "cudnn" : "im2col";
 }
 
 bool CudaBackend::cudnn_forward(const ConvGeometry& g, int64_t rows, const float* x, const float* w,
                                 float* y) {
-  if (!cudnn_) return false;
-  CudnnPlan* p = cudnn_->ready(g, rows, cudnn_->workspace_bytes);
+  CudnnConv* dnn = cudnn();
+  if (dnn == nullptr) return false;
+  CudnnPlan* p = dnn->ready(g, rows, dnn->workspace_bytes);
   if (p == nullptr) return false;
-  char* ws = static_cast<char*>(cudnn_->workspace.get());
+  char* ws = static_cast<char*>(dnn->workspace.get());
   float* wt = reinterpret_cast<float*>(ws);
   const int64_t rsc = g.k_h * g.k_w * (g.in_c / g.groups);
   transpose_kernel<<<cuda::blocks_for(rsc * g.out_c, 65535), cuda::kThreads, 0, stream_>>>(
@@ -312,24 +341,25 @@ bool CudaBackend::cudnn_forward(const ConvGeometry& g, int64_t rows, const float
   const size_t kb = kernel_bytes(g);
   const float one = 1.0f, zero = 0.0f;
   MR_CUDNN_CALL(
-      cudnnConvolutionForward(cudnn_->handle(), &one, p->x_desc, x, p->w_desc, wt, p->conv_desc,
-                              p->fwd, ws + kb, cudnn_->workspace_bytes - kb, &zero, p->y_desc, y),
+      cudnnConvolutionForward(dnn->handle(), &one, p->x_desc, x, p->w_desc, wt, p->conv_desc,
+                              p->fwd, ws + kb, dnn->workspace_bytes - kb, &zero, p->y_desc, y),
       ordinal_);
   return true;
 }
 
 bool CudaBackend::cudnn_backward_filter(const ConvGeometry& g, int64_t rows, const float* x,
                                         const float* dy, float* dw) {
-  if (!cudnn_) return false;
-  CudnnPlan* p = cudnn_->ready(g, rows, cudnn_->workspace_bytes);
+  CudnnConv* dnn = cudnn();
+  if (dnn == nullptr) return false;
+  CudnnPlan* p = dnn->ready(g, rows, dnn->workspace_bytes);
   if (p == nullptr) return false;
-  char* ws = static_cast<char*>(cudnn_->workspace.get());
+  char* ws = static_cast<char*>(dnn->workspace.get());
   float* dwt = reinterpret_cast<float*>(ws);
   const size_t kb = kernel_bytes(g);
   const float one = 1.0f, zero = 0.0f;
-  MR_CUDNN_CALL(cudnnConvolutionBackwardFilter(cudnn_->handle(), &one, p->x_desc, x, p->y_desc, dy,
+  MR_CUDNN_CALL(cudnnConvolutionBackwardFilter(dnn->handle(), &one, p->x_desc, x, p->y_desc, dy,
                                                p->conv_desc, p->bwd_filter, ws + kb,
-                                               cudnn_->workspace_bytes - kb, &zero, p->w_desc, dwt),
+                                               dnn->workspace_bytes - kb, &zero, p->w_desc, dwt),
                 ordinal_);
   // cuDNN's (K x RSC) gradient back to Keras' (RSC x K).
   const int64_t rsc = g.k_h * g.k_w * (g.in_c / g.groups);
@@ -341,10 +371,11 @@ bool CudaBackend::cudnn_backward_filter(const ConvGeometry& g, int64_t rows, con
 
 bool CudaBackend::cudnn_backward_data(const ConvGeometry& g, int64_t rows, const float* dy,
                                       const float* w, float* dx) {
-  if (!cudnn_) return false;
-  CudnnPlan* p = cudnn_->ready(g, rows, cudnn_->workspace_bytes);
+  CudnnConv* dnn = cudnn();
+  if (dnn == nullptr) return false;
+  CudnnPlan* p = dnn->ready(g, rows, dnn->workspace_bytes);
   if (p == nullptr) return false;
-  char* ws = static_cast<char*>(cudnn_->workspace.get());
+  char* ws = static_cast<char*>(dnn->workspace.get());
   float* wt = reinterpret_cast<float*>(ws);
   const int64_t rsc = g.k_h * g.k_w * (g.in_c / g.groups);
   // Again: backward-filter's gradient used this part of the workspace.
@@ -353,14 +384,16 @@ bool CudaBackend::cudnn_backward_data(const ConvGeometry& g, int64_t rows, const
   cuda::check_launch("transpose_kernel", ordinal_);
   const size_t kb = kernel_bytes(g);
   const float one = 1.0f, zero = 0.0f;
-  MR_CUDNN_CALL(cudnnConvolutionBackwardData(cudnn_->handle(), &one, p->w_desc, wt, p->y_desc, dy,
+  MR_CUDNN_CALL(cudnnConvolutionBackwardData(dnn->handle(), &one, p->w_desc, wt, p->y_desc, dy,
                                              p->conv_desc, p->bwd_data, ws + kb,
-                                             cudnn_->workspace_bytes - kb, &zero, p->x_desc, dx),
+                                             dnn->workspace_bytes - kb, &zero, p->x_desc, dx),
                 ordinal_);
   return true;
 }
 
 #else  // no cuDNN: every convolution runs im2col (cuda_conv.cu)
+
+std::string cuda_conv_engine(int) { return "convolutions: im2col + cuBLAS (built without cuDNN)"; }
 
 void CudaBackend::prepare_conv(const ConvGeometry&, int64_t) {}
 void CudaBackend::cudnn_math_changed() {}

@@ -1,6 +1,8 @@
 // CUDA backend: fill, axpy, multiply and the bias ops (gemm: cuda_gemm.cu). Element-wise kernels
-// grid-stride over n; bias_grad sums each column over rows in a fixed order.
+// grid-stride over n; bias_grad is a chunked column reduction (cuda_column_reduce.h): every
+// column's sum in a fixed order that depends only on the shape.
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_column_reduce.h"
 
 namespace mr {
 
@@ -33,27 +35,23 @@ __global__ void bias_add_kernel(int64_t rows, int64_t cols, const float* __restr
     y[i] += bias[i % cols];
 }
 
-// Block (32, kRowLanes): threadIdx.x picks a column of the block's 32, each
-// of the kRowLanes lanes sums rows y, y + kRowLanes, ... in order, then lane
-// sums are added in lane order. The arithmetic depends only on the shape.
-constexpr int kRowLanes = 8;
-
-__global__ void bias_grad_kernel(int64_t rows, int64_t cols, const float* __restrict__ dy,
-                                 float* __restrict__ db, bool accumulate) {
-  __shared__ float part[kRowLanes][33];
-  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
-  float s = 0.0f;
-  if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) s += dy[r * cols + c];
-  part[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    float total = accumulate ? db[c] : 0.0f;
-    float sum = 0.0f;
-    for (int k = 0; k < kRowLanes; ++k) sum += part[k][threadIdx.x];
-    db[c] = total + sum;
+// bias_grad's column sums (float, as the CPU's): dy's rows, then db[c] = (db[c] when
+// accumulating, else 0) + the column's total.
+struct BiasGradTerm {
+  const float* dy;
+  int64_t cols;
+  struct Col {};
+  __device__ Col begin(int64_t) const { return {}; }
+  __device__ void add(Col, int64_t r, int64_t c, float* s) const { s[0] += dy[r * cols + c]; }
+};
+struct BiasGradFinish {
+  float* db;
+  bool accumulate;
+  __device__ void operator()(int64_t c, const float* t) const {
+    const float total = accumulate ? db[c] : 0.0f;
+    db[c] = total + t[0];
   }
-}
+};
 
 }  // namespace
 
@@ -90,10 +88,9 @@ void CudaBackend::bias_grad(int64_t rows, int64_t cols, const float* dy, float* 
                             bool accumulate) {
   if (cols <= 0) return;
   use_device(ordinal_);
-  const dim3 block(32, kRowLanes);
-  const auto grid = static_cast<unsigned>((cols + 31) / 32);
-  bias_grad_kernel<<<grid, block, 0, stream_>>>(rows < 0 ? 0 : rows, cols, dy, db, accumulate);
-  cuda::check_launch("bias_grad_kernel", ordinal_);
+  cuda::column_reduce<1, float>(stream_, ordinal_, column_partials(), rows, cols,
+                                BiasGradTerm{dy, cols}, BiasGradFinish{db, accumulate},
+                                "bias_grad kernels");
 }
 
 }  // namespace mr

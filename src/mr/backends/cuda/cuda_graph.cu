@@ -69,7 +69,10 @@ bool CudaBackend::graph_launch(int slot) {
 }
 
 void CudaBackend::graph_reset() {
-  use_device(ordinal_);
+  // Never throws: an aborting communicator reset relies on the graphs being
+  // gone (cudaGraphExecDestroy needs no current device; an in-flight graph
+  // is freed once it completes).
+  (void)cudaSetDevice(ordinal_);
   graphs_.clear();
 }
 

@@ -1,18 +1,18 @@
 // CUDA layer-normalization ops. One block of kThreadsPerRow threads per row:
 // thread t sums columns t, t + kThreadsPerRow, ... in double, then the block
 // adds the partials by a fixed tree, so a row's statistics depend only on the
-// shape (runs repeat, replicas stay bit-identical). dgamma / dbeta use the
-// column reduction of cuda_normalization.cu's pattern: 32 columns x kLanes
-// lanes, each lane a fixed stride of rows, lanes added in lane order.
+// shape (runs repeat, replicas stay bit-identical). dgamma / dbeta are a
+// chunked column reduction (cuda_column_reduce.h): row chunks on blockIdx.y,
+// 32 columns x kColumnLanes lanes per chunk, lanes then chunks added in order.
 #include "backends/common/layer_norm_math.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_column_reduce.h"
 
 namespace mr {
 
 namespace {
 
 constexpr int kThreadsPerRow = 256;
-constexpr int kLanes = 8;
 
 // Sums v over the block by a fixed tree; every thread gets the total.
 // __forceinline__: no host stub calling exit() (see cuda_activation.cu).
@@ -80,34 +80,30 @@ __global__ void ln_backward_kernel(int64_t cols, const float* __restrict__ dy,
   }
 }
 
-__global__ void ln_param_grad_kernel(int64_t rows, int64_t cols, const float* __restrict__ dy,
-                                     const float* __restrict__ x, const float* __restrict__ stats,
-                                     bool rms, float* __restrict__ dgamma,
-                                     float* __restrict__ dbeta) {
-  __shared__ double part[2][kLanes][33];
-  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
-  double su = 0.0, sd = 0.0;
-  if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += kLanes) {
-      const float d = dy[r * cols + c];
-      su += static_cast<double>(d) *
-            lnorm::unit(x[r * cols + c], stats[2 * r], stats[2 * r + 1], rms);
-      sd += d;
-    }
+// dgamma = sum of dy * unit(x) and dbeta = sum of dy over the rows, in double.
+struct LnParamTerm {
+  const float* dy;
+  const float* x;
+  const float* stats;
+  bool rms;
+  int64_t cols;
+  struct Col {};
+  __device__ Col begin(int64_t) const { return {}; }
+  __device__ void add(Col, int64_t r, int64_t c, double* s) const {
+    const float d = dy[r * cols + c];
+    s[0] +=
+        static_cast<double>(d) * lnorm::unit(x[r * cols + c], stats[2 * r], stats[2 * r + 1], rms);
+    s[1] += d;
   }
-  part[0][threadIdx.y][threadIdx.x] = su;
-  part[1][threadIdx.y][threadIdx.x] = sd;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    double tu = 0.0, td = 0.0;
-    for (int k = 0; k < kLanes; ++k) {
-      tu += part[0][k][threadIdx.x];
-      td += part[1][k][threadIdx.x];
-    }
-    if (dgamma != nullptr) dgamma[c] = static_cast<float>(tu);
-    if (dbeta != nullptr) dbeta[c] = static_cast<float>(td);
+};
+struct LnParamFinish {
+  float* dgamma;
+  float* dbeta;
+  __device__ void operator()(int64_t c, const double* t) const {
+    if (dgamma != nullptr) dgamma[c] = static_cast<float>(t[0]);
+    if (dbeta != nullptr) dbeta[c] = static_cast<float>(t[1]);
   }
-}
+};
 
 }  // namespace
 
@@ -134,9 +130,9 @@ void CudaBackend::layer_norm_backward(int64_t rows, int64_t cols, const float* d
     cuda::check_launch("ln_backward_kernel", ordinal_);
   }
   if (dgamma == nullptr && dbeta == nullptr) return;
-  ln_param_grad_kernel<<<static_cast<unsigned>((cols + 31) / 32), dim3(32, kLanes), 0, stream_>>>(
-      rows, cols, dy, x, stats, rms, dgamma, dbeta);
-  cuda::check_launch("ln_param_grad_kernel", ordinal_);
+  cuda::column_reduce<2, double>(stream_, ordinal_, column_partials(), rows, cols,
+                                 LnParamTerm{dy, x, stats, rms, cols}, LnParamFinish{dgamma, dbeta},
+                                 "layer_norm param-grad kernels");
 }
 
 }  // namespace mr

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_column_split.h"  // kColumnPartials
 #include "backends/cuda/cuda_conv_cudnn.h"
 #include "backends/cuda/cuda_event.h"
 #include "core/device_info.h"
@@ -98,17 +99,30 @@ CachingAllocator::~CachingAllocator() {
 
 PinnedRing::PinnedRing(int ordinal, int slots, size_t slot_bytes)
     : ordinal_(ordinal), slots_(static_cast<size_t>(slots)) {
-  for (Slot& s : slots_)
-    MR_CUDA_CALL(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), ordinal_);
-  alloc_slots(slot_bytes);
+  try {
+    for (Slot& s : slots_)
+      MR_CUDA_CALL(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming), ordinal_);
+    alloc_slots(slot_bytes);
+  } catch (...) {
+    // No destructor runs for a constructor that throws: free what was made.
+    free_slots();
+    destroy_events();
+    throw;
+  }
 }
 
 PinnedRing::~PinnedRing() {
   // The backend drained its streams before destroying the ring.
   if (cudaSetDevice(ordinal_) != cudaSuccess) return;
   free_slots();
-  for (Slot& s : slots_)
+  destroy_events();
+}
+
+void PinnedRing::destroy_events() noexcept {
+  for (Slot& s : slots_) {
     if (s.done) cudaEventDestroy(s.done);
+    s.done = nullptr;
+  }
 }
 
 void PinnedRing::free_slots() noexcept {
@@ -182,51 +196,75 @@ void ring_upload(PinnedRing& ring, cudaStream_t stream, void* dst, const void* s
 }
 }  // namespace
 
-CudaBackend::CudaBackend(int index, int ordinal) : index_(index), ordinal_(ordinal) {
+CudaBackend::CudaBackend(int index, int ordinal)
+    : index_(index), ordinal_(ordinal), cudnn_("cuDNN", "convolutions run im2col + cuBLAS") {
   const int count = cuda_device_count();
   MR_CHECK(ordinal >= 0 && ordinal < count, device, "gpu:", index, " needs CUDA device ", ordinal,
            ", but ", count, " CUDA device(s) are visible");
+  // Every handle and buffer is an owning member: if anything below throws,
+  // the members' destructors free what was made before it.
   use_device(ordinal_);
-  MR_CUDA_CALL(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), ordinal_);
-  MR_CUDA_CALL(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), ordinal_);
-  MR_CUDA_CALL(cudaEventCreateWithFlags(&idle_, cudaEventDisableTiming), ordinal_);
-  MR_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(&status_host_), sizeof(unsigned long long),
-                             cudaHostAllocPortable),
+  MR_CUDA_CALL(cudaStreamCreateWithFlags(stream_.out(), cudaStreamNonBlocking), ordinal_);
+  MR_CUDA_CALL(cudaStreamCreateWithFlags(copy_stream_.out(), cudaStreamNonBlocking), ordinal_);
+  MR_CUDA_CALL(cudaEventCreateWithFlags(idle_.out(), cudaEventDisableTiming), ordinal_);
+  MR_CUDA_CALL(cudaHostAlloc(reinterpret_cast<void**>(status_host_.out()),
+                             sizeof(unsigned long long), cudaHostAllocPortable),
                ordinal_);
-  MR_CUBLAS_CALL(cublasCreate(&blas_), ordinal_);
-  MR_CUBLAS_CALL(cublasSetStream(blas_, stream_), ordinal_);
-  MR_CUBLAS_CALL(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), ordinal_);
   alloc_ = std::make_unique<CachingAllocator>(ordinal_);
   pinned_ = std::make_unique<PinnedRing>(ordinal_, kPinnedSlots, kPinnedDefault);
+  blas_workspace_ = allocate(kBlasWorkspaceBytes);
+  MR_CUBLAS_CALL(cublasCreate(blas_.out()), ordinal_);
+  MR_CUBLAS_CALL(cublasSetStream(blas_, stream_), ordinal_);
+  // After cublasSetStream, which resets the workspace to cuBLAS' own.
+  MR_CUBLAS_CALL(cublasSetWorkspace(blas_, blas_workspace_.get(), kBlasWorkspaceBytes), ordinal_);
+  MR_CUBLAS_CALL(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH), ordinal_);
   status_ = allocate(sizeof(unsigned long long));
   own_scalars_ = allocate(sizeof(StepScalars));
   // Loss and metric partials for batches of up to 1M rows (4096 blocks of
   // 256 rows, 32 KB), so that no step allocates them.
   reduction_scratch(4096);
+  column_partials_ = allocate(static_cast<size_t>(kColumnPartials) * sizeof(double));
   MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
-#if MR_WITH_CUDNN
-  cudnn_ = std::make_unique<CudnnConv>(ordinal_, stream_);
-#endif
+  // cuDNN's handle is made by the first prepare_conv() (cuda_conv_cudnn.cu).
 }
 
 CudaBackend::~CudaBackend() {
-  if (cudaSetDevice(ordinal_) != cudaSuccess) return;
   // A failed drain (lost context, hung kernel) leaks rather than freeing
   // memory the GPU may still use.
-  if (!drain_noexcept()) return;
-  if (blas_) cublasDestroy(blas_);
+  if (cudaSetDevice(ordinal_) != cudaSuccess || !drain_noexcept()) {
+    abandon_resources();
+    return;
+  }
+  graphs_.clear();
+  blas_.reset();
   cudnn_.reset();  // its handle and workspace (back to the allocator)
   // Buffers this backend still owns go back to the allocator (members), then
-  // the allocator frees everything; the stream must be gone last.
+  // the allocator frees everything; the streams go last (members, in
+  // reverse order of declaration).
   status_.reset();
   own_scalars_.reset();
   scratch_.reset();
+  column_partials_.reset();
+  embed_sort_.reset();
+  blas_workspace_.reset();
   pinned_.reset();
   alloc_.reset();
-  if (status_host_) cudaFreeHost(status_host_);
-  if (idle_) cudaEventDestroy(idle_);
-  if (copy_stream_) cudaStreamDestroy(copy_stream_);
-  if (stream_) cudaStreamDestroy(stream_);
+}
+
+void CudaBackend::abandon_resources() noexcept {
+  for (auto& g : graphs_)
+    if (g) g->exec = nullptr;
+  (void)blas_.release();
+  cudnn_.abandon();
+  for (DeviceBuffer* b :
+       {&status_, &own_scalars_, &scratch_, &column_partials_, &embed_sort_, &blas_workspace_})
+    (void)b->release();
+  (void)pinned_.release();
+  (void)alloc_.release();
+  (void)status_host_.release();
+  (void)idle_.release();
+  (void)copy_stream_.release();
+  (void)stream_.release();
 }
 
 void CudaBackend::set_tf32(bool on) {
@@ -303,9 +341,14 @@ void CudaBackend::reserve_staging(size_t bytes) {
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
   use_device(ordinal_);
+  // host_dst is pageable: a copy into it returns only once the copy is done,
+  // that is after everything queued before it, waiting inside the driver
+  // with no deadline, abort or interrupt. So the stream is first waited for
+  // by the polled, deadline-aware wait; the copy then finds it idle and only
+  // takes as long as the transfer.
+  wait_idle("a download");
   if (bytes > 0)
     MR_CUDA_CALL(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_), ordinal_);
-  wait_idle("a download");
   check_status();
 }
 
@@ -333,12 +376,12 @@ void CudaBackend::check_status() {
   status_armed_ = false;
   // Read and reset on the compute stream (non-blocking: the legacy default
   // stream would not be ordered with it), then poll until the word arrived.
-  MR_CUDA_CALL(cudaMemcpyAsync(status_host_, status_.get(), sizeof(*status_host_),
+  MR_CUDA_CALL(cudaMemcpyAsync(status_host_, status_.get(), sizeof(unsigned long long),
                                cudaMemcpyDeviceToHost, stream_),
                ordinal_);
-  MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(*status_host_), stream_), ordinal_);
+  MR_CUDA_CALL(cudaMemsetAsync(status_.get(), 0xFF, sizeof(unsigned long long), stream_), ordinal_);
   wait_idle("the bad-label status word");
-  const unsigned long long word = *status_host_;
+  const unsigned long long word = *status_host_.get();
   if (word == std::numeric_limits<unsigned long long>::max()) return;
   // High word: the row (the position, for an embedding index, with the top
   // bit kIndexStatusTag); low word: the value's bits (see cuda_loss.cu).
@@ -346,13 +389,15 @@ void CudaBackend::check_status() {
   const auto bits = static_cast<uint32_t>(word & 0xFFFFFFFFu);
   float label = 0.0f;
   std::memcpy(&label, &bits, sizeof(label));
+  // Positions of indices are saturated at kStatusMaxPosition (cuda_backend.h).
+  const auto position = static_cast<int64_t>((word & ~(kIndexStatusTag | kTakeStatusTag)) >> 32);
+  const char* later = position == kStatusMaxPosition ? " or later" : "";
   // i15-ops: a take_along_axis index (both tags; cuda_traced_index.cu).
   if ((word & kIndexStatusTag) != 0 && (word & kTakeStatusTag) != 0)
-    fail(ErrorKind::value, "take_along_axis: index ", label, " at position ",
-         static_cast<int64_t>((word & ~(kIndexStatusTag | kTakeStatusTag)) >> 32),
+    fail(ErrorKind::value, "take_along_axis: index ", label, " at position ", position, later,
          " is not an integer in [", -status_take_n_, ", ", status_take_n_ - 1, "]");
   if ((word & kIndexStatusTag) != 0)
-    fail(ErrorKind::value, "embedding index ", label, " at position ", row,
+    fail(ErrorKind::value, "embedding index ", label, " at position ", position, later,
          " is not an integer in 0..", status_input_dim_ - 1);
   fail(ErrorKind::value, "label ", label, " at row ", row, " is outside 0..", status_cols_ - 1);
 }

@@ -1,42 +1,70 @@
-// CUDA batch-normalization ops. Column reductions use a 32 x kLanes block per
-// 32 columns: each lane sums a fixed stride of rows in double, then lanes are
-// added in lane order, so the arithmetic depends only on the shape (replicas
-// stay bit-identical, and runs repeat). Element-wise parts use the formulas
-// of backends/common/batch_norm_math.h, as the CPU does.
+// CUDA batch-normalization ops. Column reductions are chunked (cuda_column_reduce.h): rows in
+// chunks on blockIdx.y, each chunk's 32 x kColumnLanes lanes sum a fixed stride of rows in
+// double and are added in lane order, then the chunks in chunk order, so the arithmetic
+// depends only on the shape (replicas stay bit-identical, and runs repeat). Element-wise parts
+// use the formulas of backends/common/batch_norm_math.h, as the CPU does.
 #include "backends/common/batch_norm_math.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_column_reduce.h"
 
 namespace mr {
 
 namespace {
 
-constexpr int kLanes = 8;
-
-__global__ void column_moments_kernel(int64_t rows, int64_t cols, const float* __restrict__ x,
-                                      const float* __restrict__ mean, float scale,
-                                      float* __restrict__ out) {
-  __shared__ double part[kLanes][33];
-  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
-  double s = 0.0;
-  if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += kLanes) {
-      const double v = x[r * cols + c];
-      if (mean == nullptr) {
-        s += v;
-      } else {
-        const double d = v - mean[c];
-        s += d * d;
-      }
+// Sum of x, or of (x - mean)^2 when mean is given, in double; out[c] = total * scale.
+struct MomentsTerm {
+  const float* x;
+  const float* mean;
+  int64_t cols;
+  struct Col {
+    double m;
+  };
+  __device__ Col begin(int64_t c) const { return {mean != nullptr ? double{mean[c]} : 0.0}; }
+  __device__ void add(const Col& k, int64_t r, int64_t c, double* s) const {
+    const double v = x[r * cols + c];
+    if (mean == nullptr) {
+      s[0] += v;
+    } else {
+      const double d = v - k.m;
+      s[0] += d * d;
     }
   }
-  part[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    double total = 0.0;
-    for (int k = 0; k < kLanes; ++k) total += part[k][threadIdx.x];
-    out[c] = static_cast<float>(total * scale);
+};
+struct MomentsFinish {
+  float* out;
+  float scale;
+  __device__ void operator()(int64_t c, const double* t) const {
+    out[c] = static_cast<float>(t[0] * scale);
   }
-}
+};
+
+// Sums of dy and of dy * xhat (xhat in float, as the element-wise formulas).
+struct BnReduceTerm {
+  const float* dy;
+  const float* x;
+  const float* mean;
+  const float* var;
+  float eps;
+  int64_t cols;
+  struct Col {
+    float mean, inv_std;
+  };
+  __device__ Col begin(int64_t c) const { return {mean[c], bn::inv_std(var[c], eps)}; }
+  __device__ void add(const Col& k, int64_t r, int64_t c, double* s) const {
+    const float d = dy[r * cols + c];
+    const float xhat = (x[r * cols + c] - k.mean) * k.inv_std;
+    s[0] += d;
+    s[1] += static_cast<double>(d) * xhat;
+  }
+};
+struct BnReduceFinish {
+  float* sum_dy;
+  float* sum_dy_xhat;
+  __device__ void operator()(int64_t c, const double* t) const {
+    sum_dy[c] = static_cast<float>(t[0]);
+    sum_dy_xhat[c] = static_cast<float>(t[1]);
+  }
+};
 
 __global__ void bn_forward_kernel(int64_t rows, int64_t cols, const float* __restrict__ x,
                                   const float* __restrict__ mean, const float* __restrict__ var,
@@ -48,38 +76,6 @@ __global__ void bn_forward_kernel(int64_t rows, int64_t cols, const float* __res
     const int64_t c = i % cols;
     y[i] = bn::forward(x[i], mean[c], bn::inv_std(var[c], eps), gamma != nullptr ? gamma[c] : 1.0f,
                        beta != nullptr ? beta[c] : 0.0f);
-  }
-}
-
-__global__ void bn_backward_reduce_kernel(int64_t rows, int64_t cols, const float* __restrict__ dy,
-                                          const float* __restrict__ x,
-                                          const float* __restrict__ mean,
-                                          const float* __restrict__ var, float eps,
-                                          float* __restrict__ sum_dy,
-                                          float* __restrict__ sum_dy_xhat) {
-  __shared__ double part[2][kLanes][33];
-  const int64_t c = blockIdx.x * int64_t{32} + threadIdx.x;
-  double s = 0.0, sx = 0.0;
-  if (c < cols) {
-    const float is = bn::inv_std(var[c], eps);
-    for (int64_t r = threadIdx.y; r < rows; r += kLanes) {
-      const float d = dy[r * cols + c];
-      const float xhat = (x[r * cols + c] - mean[c]) * is;
-      s += d;
-      sx += static_cast<double>(d) * xhat;
-    }
-  }
-  part[0][threadIdx.y][threadIdx.x] = s;
-  part[1][threadIdx.y][threadIdx.x] = sx;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    double t = 0.0, tx = 0.0;
-    for (int k = 0; k < kLanes; ++k) {
-      t += part[0][k][threadIdx.x];
-      tx += part[1][k][threadIdx.x];
-    }
-    sum_dy[c] = static_cast<float>(t);
-    sum_dy_xhat[c] = static_cast<float>(tx);
   }
 }
 
@@ -99,17 +95,15 @@ __global__ void bn_backward_kernel(int64_t rows, int64_t cols, const float* dy,
   }
 }
 
-unsigned column_blocks(int64_t cols) { return static_cast<unsigned>((cols + 31) / 32); }
-
 }  // namespace
 
 void CudaBackend::column_moments(int64_t rows, int64_t cols, const float* x, const float* mean,
                                  float scale, float* out) {
   if (cols <= 0) return;
   use_device(ordinal_);
-  column_moments_kernel<<<column_blocks(cols), dim3(32, kLanes), 0, stream_>>>(rows, cols, x, mean,
-                                                                               scale, out);
-  cuda::check_launch("column_moments_kernel", ordinal_);
+  cuda::column_reduce<1, double>(stream_, ordinal_, column_partials(), rows, cols,
+                                 MomentsTerm{x, mean, cols}, MomentsFinish{out, scale},
+                                 "column_moments kernels");
 }
 
 void CudaBackend::batch_norm_forward(int64_t rows, int64_t cols, const float* x, const float* mean,
@@ -127,9 +121,9 @@ void CudaBackend::batch_norm_backward_reduce(int64_t rows, int64_t cols, const f
                                              float eps, float* sum_dy, float* sum_dy_xhat) {
   if (cols <= 0) return;
   use_device(ordinal_);
-  bn_backward_reduce_kernel<<<column_blocks(cols), dim3(32, kLanes), 0, stream_>>>(
-      rows, cols, dy, x, mean, var, eps, sum_dy, sum_dy_xhat);
-  cuda::check_launch("bn_backward_reduce_kernel", ordinal_);
+  cuda::column_reduce<2, double>(stream_, ordinal_, column_partials(), rows, cols,
+                                 BnReduceTerm{dy, x, mean, var, eps, cols},
+                                 BnReduceFinish{sum_dy, sum_dy_xhat}, "bn_backward_reduce kernels");
 }
 
 void CudaBackend::batch_norm_backward(int64_t rows, int64_t cols, const float* dy, const float* x,

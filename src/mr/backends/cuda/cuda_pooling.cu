@@ -79,6 +79,7 @@ __global__ void pool_backward_kernel(ConvGeometry g, int64_t rows, bool is_max,
 void CudaBackend::max_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) {
   const int64_t n = rows * g.out_h * g.out_w * g.in_c;
   if (n == 0) return;
+  use_device(ordinal_);
   pool_forward_kernel<<<cuda::blocks_for(n, 65535), cuda::kThreads, 0, stream_>>>(g, rows, true, x,
                                                                                   y);
   cuda::check_launch("pool_forward_kernel", ordinal_);
@@ -87,6 +88,7 @@ void CudaBackend::max_pool_forward(const ConvGeometry& g, int64_t rows, const fl
 void CudaBackend::avg_pool_forward(const ConvGeometry& g, int64_t rows, const float* x, float* y) {
   const int64_t n = rows * g.out_h * g.out_w * g.in_c;
   if (n == 0) return;
+  use_device(ordinal_);
   pool_forward_kernel<<<cuda::blocks_for(n, 65535), cuda::kThreads, 0, stream_>>>(g, rows, false, x,
                                                                                   y);
   cuda::check_launch("pool_forward_kernel", ordinal_);
@@ -96,6 +98,7 @@ void CudaBackend::max_pool_backward(const ConvGeometry& g, int64_t rows, const f
                                     const float* y, const float* dy, float* dx) {
   const int64_t n = rows * g.in_h * g.in_w * g.in_c;
   if (n == 0) return;
+  use_device(ordinal_);
   pool_backward_kernel<<<cuda::blocks_for(n, 65535), cuda::kThreads, 0, stream_>>>(g, rows, true, x,
                                                                                    y, dy, dx);
   cuda::check_launch("pool_backward_kernel", ordinal_);
@@ -105,6 +108,7 @@ void CudaBackend::avg_pool_backward(const ConvGeometry& g, int64_t rows, const f
                                     float* dx) {
   const int64_t n = rows * g.in_h * g.in_w * g.in_c;
   if (n == 0) return;
+  use_device(ordinal_);
   pool_backward_kernel<<<cuda::blocks_for(n, 65535), cuda::kThreads, 0, stream_>>>(
       g, rows, false, nullptr, nullptr, dy, dx);
   cuda::check_launch("pool_backward_kernel", ordinal_);

@@ -1,10 +1,15 @@
 // CUDA ops of weight and activity regularization and of weight constraints
-// (backends/common/regularization_math.h). Penalty sums run in one block of
-// kSumThreads: each thread sums a fixed stride of elements in double, then a
-// shared-memory tree adds the partials in a fixed pattern, so the result
-// depends only on n (replicas stay bit-identical, runs repeat) and no
-// scratch memory is needed. Norm constraints give each (outer, inner) group
-// one thread that sums its `reduce` elements in order.
+// (backends/common/regularization_math.h). Penalty sums are two-pass
+// block-per-segment reductions: the n elements are cut into segments (their
+// number and size a function of n only, at most kMaxSegments); the block of
+// segment b sums it with kSumThreads threads, each a fixed stride of the
+// segment in double, then a shared-memory tree in a fixed pattern, into
+// partial b (the backend's reduction scratch, preallocated); one block then
+// adds the partials by the same pattern. The result depends only on n
+// (replicas stay bit-identical, runs repeat), no atomics, and a weight of
+// 25M floats runs on the whole GPU. One segment finishes in its own block.
+// Norm constraints give each (outer, inner) group one thread that sums its
+// `reduce` elements in order.
 #include "backends/common/regularization_math.h"
 #include "backends/cuda/cuda_backend.h"
 
@@ -13,6 +18,24 @@ namespace mr {
 namespace {
 
 constexpr int kSumThreads = 512;
+// Elements per segment at least (16 per thread), and segments at most (the
+// reduction scratch the backend allocates up front: no step grows it).
+constexpr int64_t kSegmentElements = int64_t{16} * kSumThreads;
+constexpr int64_t kMaxSegments = 4096;
+
+struct Segments {
+  int64_t count = 1;
+  int64_t size = 0;
+};
+Segments segments_of(int64_t n) {
+  Segments s;
+  if (n <= 0) return s;
+  int64_t count = (n + kSegmentElements - 1) / kSegmentElements;
+  if (count > kMaxSegments) count = kMaxSegments;
+  s.size = (n + count - 1) / count;
+  s.count = (n + s.size - 1) / s.size;
+  return s;
+}
 
 // Tree sum of part[0..kSumThreads) into part[0], in a fixed pattern.
 __device__ __forceinline__ void block_tree_sum(double* part) {
@@ -23,18 +46,50 @@ __device__ __forceinline__ void block_tree_sum(double* part) {
   __syncthreads();
 }
 
-__global__ void l1_l2_penalty_kernel(int64_t n, const float* __restrict__ x, float l1, float l2,
-                                     double scale, double* acc, float grad_scale, float* grad) {
+// A penalty's total reaches the accumulator as *acc += (mul * total) / div.
+struct PenaltyAcc {
+  double* acc;
+  double mul, div;
+  __device__ void add(double total) const {
+    if (acc != nullptr) *acc += mul * total / div;
+  }
+};
+
+// The block's sum v over its threads: into partials[blockIdx.x], or into
+// the accumulator when the grid has one block.
+__device__ __forceinline__ void finish_segment(double v, double* part, double* partials,
+                                               const PenaltyAcc& out) {
+  part[threadIdx.x] = v;
+  block_tree_sum(part);
+  if (threadIdx.x != 0) return;
+  if (gridDim.x == 1)
+    out.add(part[0]);
+  else
+    partials[blockIdx.x] = part[0];
+}
+
+// One block: the partials of `count` segments, added by the same pattern.
+__global__ void penalty_finish_kernel(int64_t count, const double* partials, PenaltyAcc out) {
   __shared__ double part[kSumThreads];
   double s = 0.0;
-  for (int64_t i = threadIdx.x; i < n; i += kSumThreads) {
+  for (int64_t b = threadIdx.x; b < count; b += kSumThreads) s += partials[b];
+  part[threadIdx.x] = s;
+  block_tree_sum(part);
+  if (threadIdx.x == 0) out.add(part[0]);
+}
+
+__global__ void l1_l2_penalty_kernel(int64_t n, int64_t seg, const float* __restrict__ x, float l1,
+                                     float l2, float grad_scale, float* grad, double* partials,
+                                     PenaltyAcc out) {
+  __shared__ double part[kSumThreads];
+  const int64_t b0 = blockIdx.x * seg, b1 = b0 + seg < n ? b0 + seg : n;
+  double s = 0.0;
+  for (int64_t i = b0 + threadIdx.x; i < b1; i += kSumThreads) {
     const float v = x[i];
     s += regmath::l1_l2_term(v, l1, l2);
     if (grad != nullptr) grad[i] += grad_scale * regmath::l1_l2_grad(v, l1, l2);
   }
-  part[threadIdx.x] = s;
-  block_tree_sum(part);
-  if (threadIdx.x == 0 && acc != nullptr) *acc += scale * part[0];
+  finish_segment(s, part, partials, out);
 }
 
 __global__ void norm_constraint_kernel(int64_t outer, int64_t reduce, int64_t inner,
@@ -57,22 +112,19 @@ __global__ void non_neg_kernel(int64_t n, float* w) {
     w[i] = regmath::non_neg(w[i]);
 }
 
-__global__ void offdiag_abs_kernel(int64_t rows, const float* __restrict__ p, float factor,
-                                   double scale, double* acc, float* dp) {
+__global__ void offdiag_abs_kernel(int64_t rows, int64_t seg, const float* __restrict__ p,
+                                   float coef, float* dp, double* partials, PenaltyAcc out) {
   __shared__ double part[kSumThreads];
-  const double pairs = static_cast<double>(rows) * (static_cast<double>(rows) - 1.0) / 2.0;
-  const float coef = static_cast<float>(0.5 * factor / pairs);
   const int64_t n = rows * rows;
+  const int64_t b0 = blockIdx.x * seg, b1 = b0 + seg < n ? b0 + seg : n;
   double s = 0.0;
-  for (int64_t k = threadIdx.x; k < n; k += kSumThreads) {
+  for (int64_t k = b0 + threadIdx.x; k < b1; k += kSumThreads) {
     const int64_t i = k / rows, j = k % rows;
     const float v = p[k];
     if (i != j) s += fabs(static_cast<double>(v));
     if (dp != nullptr) dp[k] = i == j ? 0.0f : coef * regmath::sign(v);
   }
-  part[threadIdx.x] = s;
-  block_tree_sum(part);
-  if (threadIdx.x == 0 && acc != nullptr) *acc += scale * 0.5 * factor * part[0] / pairs;
+  finish_segment(s, part, partials, out);
 }
 
 }  // namespace
@@ -81,8 +133,15 @@ void CudaBackend::l1_l2_penalty(int64_t n, const float* x, float l1, float l2, d
                                 double* acc, float grad_scale, float* grad) {
   if (n <= 0) return;
   use_device(ordinal_);
-  l1_l2_penalty_kernel<<<1, kSumThreads, 0, stream_>>>(n, x, l1, l2, scale, acc, grad_scale, grad);
+  const Segments sg = segments_of(n);
+  double* partials = reduction_scratch(kMaxSegments);  // allocated by the constructor
+  const PenaltyAcc out{acc, scale, 1.0};
+  l1_l2_penalty_kernel<<<static_cast<unsigned>(sg.count), kSumThreads, 0, stream_>>>(
+      n, sg.size, x, l1, l2, grad_scale, grad, partials, out);
   cuda::check_launch("l1_l2_penalty_kernel", ordinal_);
+  if (sg.count == 1 || acc == nullptr) return;
+  penalty_finish_kernel<<<1, kSumThreads, 0, stream_>>>(sg.count, partials, out);
+  cuda::check_launch("penalty_finish_kernel", ordinal_);
 }
 
 void CudaBackend::norm_constraint(int64_t outer, int64_t reduce, int64_t inner, float min_value,
@@ -108,8 +167,19 @@ void CudaBackend::offdiag_abs_penalty(int64_t rows, const float* p, float factor
     return;
   }
   use_device(ordinal_);
-  offdiag_abs_kernel<<<1, kSumThreads, 0, stream_>>>(rows, p, factor, scale, acc, dp);
+  // acc += scale * 0.5 * factor * sum / pairs, in that order (as before the
+  // sum had segments); each off-diagonal gradient is coef * sign.
+  const double pairs = static_cast<double>(rows) * (static_cast<double>(rows) - 1.0) / 2.0;
+  const auto coef = static_cast<float>(0.5 * factor / pairs);
+  const PenaltyAcc out{acc, scale * 0.5 * static_cast<double>(factor), pairs};
+  const Segments sg = segments_of(rows * rows);
+  double* partials = reduction_scratch(kMaxSegments);
+  offdiag_abs_kernel<<<static_cast<unsigned>(sg.count), kSumThreads, 0, stream_>>>(
+      rows, sg.size, p, coef, dp, partials, out);
   cuda::check_launch("offdiag_abs_kernel", ordinal_);
+  if (sg.count == 1 || acc == nullptr) return;
+  penalty_finish_kernel<<<1, kSumThreads, 0, stream_>>>(sg.count, partials, out);
+  cuda::check_launch("penalty_finish_kernel", ordinal_);
 }
 
 }  // namespace mr

@@ -36,8 +36,11 @@ __global__ void extremum_grad_kernel(int64_t n, const float* x, const float* y, 
   }
 }
 
-// One thread per row (Dot's vectors are short): the row's sums run in the
-// same order as on the CPU.
+// One thread per row for short rows (Dot's vectors usually are): the row's
+// sums run in the same order as on the CPU. Rows of kLongRow columns or more
+// run one block per row (l2_long_*): kRowThreads threads each sum a fixed
+// stride of the row in double, then a fixed tree: deterministic, a function
+// of the shape only, within float rounding of the CPU's order.
 __global__ void l2_normalize_kernel(int64_t rows, int64_t cols, const float* x, float* y) {
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{blockDim.x} * gridDim.x)
@@ -49,6 +52,56 @@ __global__ void l2_normalize_backward_kernel(int64_t rows, int64_t cols, const f
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{blockDim.x} * gridDim.x)
     kmath::l2_normalize_row_backward(cols, x + r * cols, dy + r * cols, dx + r * cols);
+}
+
+constexpr int64_t kLongRow = 256;
+constexpr int kRowThreads = 256;
+
+// Sum of v over the block by a fixed tree; every thread gets the total.
+__device__ __forceinline__ double row_tree_sum(double v, double* part) {
+  part[threadIdx.x] = v;
+  __syncthreads();
+  for (int half = kRowThreads / 2; half > 0; half >>= 1) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  const double total = part[0];
+  __syncthreads();  // part is reused by the next sum
+  return total;
+}
+
+// kmath::row_inv_norm with the block's sum.
+__device__ __forceinline__ double block_inv_norm(int64_t cols, const float* x, double* part,
+                                                 bool* clamped) {
+  double s = 0.0;
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) s += static_cast<double>(x[c]) * x[c];
+  s = row_tree_sum(s, part);
+  *clamped = s < kmath::kL2Eps;
+  return 1.0 / sqrt(*clamped ? kmath::kL2Eps : s);
+}
+
+__global__ void l2_long_kernel(int64_t cols, const float* x, float* y) {
+  __shared__ double part[kRowThreads];
+  const float* xr = x + blockIdx.x * cols;
+  float* yr = y + blockIdx.x * cols;
+  bool clamped = false;
+  const double inv = block_inv_norm(cols, xr, part, &clamped);
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads) yr[c] = static_cast<float>(xr[c] * inv);
+}
+
+__global__ void l2_long_backward_kernel(int64_t cols, const float* x, const float* dy, float* dx) {
+  __shared__ double part[kRowThreads];
+  const int64_t off = blockIdx.x * cols;
+  const float *xr = x + off, *dr = dy + off;
+  bool clamped = false;
+  const double inv = block_inv_norm(cols, xr, part, &clamped);
+  double dot = 0.0;  // <dy, y>
+  if (!clamped)
+    for (int64_t c = threadIdx.x; c < cols; c += kRowThreads)
+      dot += static_cast<double>(dr[c]) * (xr[c] * inv);
+  dot = row_tree_sum(dot, part);
+  for (int64_t c = threadIdx.x; c < cols; c += kRowThreads)
+    dx[off + c] = static_cast<float>((dr[c] - xr[c] * inv * dot) * inv);
 }
 
 }  // namespace
@@ -82,6 +135,12 @@ void CudaBackend::extremum_grad(int64_t n, const float* x, const float* y, const
 void CudaBackend::l2_normalize_rows(int64_t rows, int64_t cols, const float* x, float* y) {
   if (rows <= 0 || cols <= 0) return;
   use_device(ordinal_);
+  if (cols >= kLongRow) {
+    MR_CHECK(rows < (int64_t{1} << 31), shape, "too many rows for one l2_normalize call: ", rows);
+    l2_long_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream_>>>(cols, x, y);
+    cuda::check_launch("l2_long_kernel", ordinal_);
+    return;
+  }
   l2_normalize_kernel<<<cuda::blocks_for(rows), cuda::kThreads, 0, stream_>>>(rows, cols, x, y);
   cuda::check_launch("l2_normalize_kernel", ordinal_);
 }
@@ -90,6 +149,13 @@ void CudaBackend::l2_normalize_rows_backward(int64_t rows, int64_t cols, const f
                                              const float* dy, float* dx) {
   if (rows <= 0 || cols <= 0) return;
   use_device(ordinal_);
+  if (cols >= kLongRow) {
+    MR_CHECK(rows < (int64_t{1} << 31), shape, "too many rows for one l2_normalize call: ", rows);
+    l2_long_backward_kernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream_>>>(cols, x, dy,
+                                                                                      dx);
+    cuda::check_launch("l2_long_backward_kernel", ordinal_);
+    return;
+  }
   l2_normalize_backward_kernel<<<cuda::blocks_for(rows), cuda::kThreads, 0, stream_>>>(rows, cols,
                                                                                        x, dy, dx);
   cuda::check_launch("l2_normalize_backward_kernel", ordinal_);

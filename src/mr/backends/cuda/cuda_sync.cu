@@ -85,6 +85,7 @@ void CudaBackend::wait_event(const Event& e, Lane lane) {
 }
 
 bool CudaBackend::event_done(const Event& e) {
+  use_device(ordinal_);
   const cudaError_t st = cudaEventQuery(cuda_event_of(e));
   if (st == cudaErrorNotReady) return false;
   cuda_check(st, "cudaEventQuery", ordinal_);
@@ -116,8 +117,8 @@ bool CudaBackend::drain_noexcept() noexcept {
     WaitLimits bounded = wait_limits();
     if (bounded.timeout_seconds <= 0 || bounded.timeout_seconds > 60) bounded.timeout_seconds = 60;
     bounded.abort = nullptr;
-    for (cudaStream_t s : {stream_, copy_stream_}) {
-      if (s == nullptr || idle_ == nullptr) continue;
+    for (cudaStream_t s : {stream_.get(), copy_stream_.get()}) {
+      if (s == nullptr || idle_.get() == nullptr) continue;
       if (cudaEventRecord(idle_, s) != cudaSuccess) return false;
       cuda_wait_event(idle_, ordinal_, bounded, who(), "its queued work before shutting down");
     }

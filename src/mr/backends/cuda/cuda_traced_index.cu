@@ -44,8 +44,8 @@ __global__ void take_kernel(int64_t total, int64_t n, int64_t k, int64_t inner, 
       y[p] = x[(o * n + t) * inner + i];
     } else {
       y[p] = 0.0f;
-      atomicMin(status, kIndexStatusTag | kTakeStatusTag |
-                            (static_cast<unsigned long long>(p) << 32) | indexmath::bits_of(v));
+      atomicMin(status,
+                kIndexStatusTag | kTakeStatusTag | status_position(p) | indexmath::bits_of(v));
     }
   }
 }

@@ -4,8 +4,16 @@
 // is a kernel argument, uniform across a launch. Reductions and the softmax
 // family run one thread per (o, i) output, looping over the axis in
 // increasing order: the same arithmetic in the same order as the CPU, no
-// atomics, so results are deterministic. All launches go on the replica's
-// stream; nothing synchronises or allocates.
+// atomics, so results are deterministic. A reduction over a long axis into
+// few outputs (long_axis(): a full reduction of 1M floats would be one
+// thread) runs one block per output instead: kAxisThreads threads each take
+// a fixed stride of the axis, then a fixed tree combines them (sums in
+// double, rounded once): still deterministic and a function of the shape
+// only; sums then equal the CPU's whenever the double sum is exact (the
+// common case) and are otherwise within float rounding of it. Its backward
+// is element-wise (max / min first count the ties, one block per output).
+// All launches go on the replica's stream; nothing synchronises or
+// allocates.
 #include <math.h>
 
 #include "backends/common/op_math.h"
@@ -92,6 +100,74 @@ __global__ void reduce_backward_kernel(ReduceOp op, int64_t n, int64_t extent, i
     const int64_t base = opmath::axis_base(j, extent, inner);
     opmath::reduce_grad_one(op, extent, inner, x == nullptr ? nullptr : x + base,
                             y == nullptr ? 0.0f : y[j], dy[j], dx + base);
+  }
+}
+
+// ---- long axes, few outputs: one block per output ----
+constexpr int kAxisThreads = 256;
+constexpr int64_t kLongAxis = 1024;
+// At most this many outputs: max / min backward keep one tie count per
+// output in the backend's reduction scratch (4096 doubles, preallocated).
+constexpr int64_t kFewOutputs = 4096;
+bool long_axis(int64_t n, int64_t extent) { return extent >= kLongAxis && n <= kFewOutputs; }
+
+// Folds b into a: sum in double; max / min as reduce_step (NaN-propagating)
+// on the float values (exact in double).
+__device__ __forceinline__ double fold(ReduceOp op, double a, double b) {
+  return op == ReduceOp::sum ? a + b
+                             : static_cast<double>(opmath::reduce_step(op, static_cast<float>(a),
+                                                                       static_cast<float>(b)));
+}
+
+// Output blockIdx.x's fold over its axis; counts: the number of elements
+// equal to `y` (max / min backward's ties) instead, as a sum of ones.
+__device__ __forceinline__ double axis_block_fold(ReduceOp op, int64_t extent, int64_t inner,
+                                                  const float* x, const float* y_tie) {
+  __shared__ double part[kAxisThreads];
+  const int64_t j = blockIdx.x;
+  const float* base = x + opmath::axis_base(j, extent, inner);
+  const ReduceOp f = y_tie != nullptr ? ReduceOp::sum : op;
+  double acc = f == ReduceOp::sum ? 0.0 : static_cast<double>(opmath::reduce_identity(f));
+  for (int64_t e = threadIdx.x; e < extent; e += kAxisThreads) {
+    const float v = base[e * inner];
+    acc = fold(f, acc, y_tie != nullptr ? (v == y_tie[j] ? 1.0 : 0.0) : static_cast<double>(v));
+  }
+  part[threadIdx.x] = acc;
+  __syncthreads();
+  for (int half = kAxisThreads / 2; half > 0; half >>= 1) {
+    if (threadIdx.x < half)
+      part[threadIdx.x] = fold(f, part[threadIdx.x], part[threadIdx.x + half]);
+    __syncthreads();
+  }
+  return part[0];
+}
+
+__global__ void reduce_axis_block_kernel(ReduceOp op, int64_t extent, int64_t inner, const float* x,
+                                         float* y) {
+  const double v = axis_block_fold(op, extent, inner, x, nullptr);
+  if (threadIdx.x == 0) y[blockIdx.x] = static_cast<float>(v);
+}
+
+__global__ void tie_count_kernel(int64_t extent, int64_t inner, const float* x, const float* y,
+                                 double* count) {
+  const double v = axis_block_fold(ReduceOp::max, extent, inner, x, y);
+  if (threadIdx.x == 0) count[blockIdx.x] = v;
+}
+
+// One thread per dx element: reduce_grad_one's formulas (count: the ties of
+// its output, exact as a float).
+__global__ void reduce_backward_elements_kernel(ReduceOp op, int64_t total, int64_t extent,
+                                                int64_t inner, const float* x, const float* y,
+                                                const float* dy, const double* count, float* dx) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < total;
+       k += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t j = (k / (extent * inner)) * inner + k % inner;
+    if (op == ReduceOp::sum) {
+      dx[k] = dy[j];
+    } else {
+      const auto c = static_cast<float>(count[j]);
+      dx[k] = ((x[k] == y[j] ? 1.0f : 0.0f) / c) * dy[j];
+    }
   }
 }
 
@@ -186,6 +262,12 @@ void CudaBackend::reduce(ReduceOp op, int64_t outer, int64_t extent, int64_t inn
   const int64_t n = outer * inner;
   if (n <= 0) return;
   use_device(ordinal_);
+  if (long_axis(n, extent)) {
+    reduce_axis_block_kernel<<<static_cast<unsigned>(n), kAxisThreads, 0, stream_>>>(op, extent,
+                                                                                     inner, x, y);
+    cuda::check_launch("reduce_axis_block_kernel", ordinal_);
+    return;
+  }
   reduce_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, extent, inner, x, y);
   cuda::check_launch("reduce_kernel", ordinal_);
 }
@@ -199,6 +281,20 @@ void CudaBackend::reduce_backward(ReduceOp op, int64_t outer, int64_t extent, in
   MR_CHECK(op == ReduceOp::sum || (x != nullptr && y != nullptr), internal, "reduce_backward(",
            op_name(op), "): needs the forward's x and y");
   use_device(ordinal_);
+  if (long_axis(n, extent)) {
+    double* count = nullptr;
+    if (op != ReduceOp::sum) {
+      count = reduction_scratch(kFewOutputs);  // allocated by the constructor
+      tie_count_kernel<<<static_cast<unsigned>(n), kAxisThreads, 0, stream_>>>(extent, inner, x, y,
+                                                                               count);
+      cuda::check_launch("tie_count_kernel", ordinal_);
+    }
+    const int64_t total = n * extent;
+    reduce_backward_elements_kernel<<<cuda::blocks_for(total), cuda::kThreads, 0, stream_>>>(
+        op, total, extent, inner, x, y, dy, count, dx);
+    cuda::check_launch("reduce_backward_elements_kernel", ordinal_);
+    return;
+  }
   reduce_backward_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(op, n, extent, inner,
                                                                               x, y, dy, dx);
   cuda::check_launch("reduce_backward_kernel", ordinal_);
