@@ -56,7 +56,7 @@ constexpr int64_t kBadShare = 5;
 constexpr auto kFirstProbe = milliseconds(250);
 constexpr auto kLastProbe = milliseconds(8000);
 
-constexpr int kEpochShift = 48;
+constexpr int kEpochShift = 48;  // a region word's epoch bits (thread_team.h)
 
 // Spins until done() holds (true) or kSpinWindow has passed (done()'s last
 // answer); the clock is read once every 64 pauses, the core given away every
@@ -86,6 +86,7 @@ double to_ms(Clock::duration d) { return std::chrono::duration<double, std::mill
 
 ThreadTeam::ThreadTeam(int threads) : size_(threads), active_(threads) {
   MR_CHECK(threads >= 1, value, "a thread team needs at least 1 thread, got ", threads);
+  regions_ = std::make_unique<Region[]>(static_cast<size_t>(threads));
   probe_after_ = kFirstProbe;
   threads_.reserve(static_cast<size_t>(threads - 1));
   try {
@@ -128,27 +129,35 @@ void ThreadTeam::record_error(std::exception_ptr e) {
   if (!error_) error_ = std::move(e);
 }
 
-bool ThreadTeam::claim(int64_t* part, int64_t* parts) {
-  uint64_t s = state_.load(std::memory_order_acquire);
-  for (;;) {
-    const uint64_t next = s & kPartMask, total = (s >> kPartBits) & kPartMask;
-    if (next >= total) return false;
-    if (state_.compare_exchange_weak(s, s + 1, std::memory_order_acq_rel,
+bool ThreadTeam::claim(int member, uint64_t epoch, int64_t* part) {
+  for (int i = 0; i < size_; ++i) {
+    const bool own = i == 0;
+    std::atomic<uint64_t>& word = regions_[static_cast<size_t>((member + i) % size_)].word;
+    uint64_t w = word.load(std::memory_order_acquire);
+    for (;;) {
+      const uint64_t next = w & kPartMask, end = (w >> kPartBits) & kPartMask;
+      if ((w >> kEpochShift) != epoch || next >= end) break;
+      // The owner takes the region's next part, a thief its last.
+      const uint64_t claimed = own ? w + 1 : w - (uint64_t{1} << kPartBits);
+      if (word.compare_exchange_weak(w, claimed, std::memory_order_acq_rel,
                                      std::memory_order_acquire)) {
-      *part = static_cast<int64_t>(next);
-      *parts = static_cast<int64_t>(total);
-      return true;
+        *part = static_cast<int64_t>(own ? next : end - 1);
+        return true;
+      }
     }
   }
+  return false;
 }
 
 void ThreadTeam::run_claimed(const std::function<void(int64_t, int)>* caller_fn, int member) {
-  int64_t part = 0, parts = 0;
-  while (claim(&part, &parts)) {
-    // A member reads the job after its claim: the caller published job_
-    // before the state it claimed from, and cannot replace it while a claimed
-    // part is unfinished.
+  const uint64_t epoch = generation_.load(std::memory_order_acquire);
+  int64_t part = 0;
+  while (claim(member, epoch, &part)) {
+    // A member reads the job after its claim: the caller published job_ and
+    // parts_ before the region it claimed from, and cannot replace them
+    // while a claimed part is unfinished.
     const std::function<void(int64_t, int)>& fn = member == 0 ? *caller_fn : *job_;
+    const int64_t parts = parts_.load(std::memory_order_relaxed);
     try {
       fn(part, member);
     } catch (...) {
@@ -173,8 +182,8 @@ uint64_t ThreadTeam::wait_for_job(int member, uint64_t seen) {
     }
     uint64_t s = 0;
     const bool fresh = spin_until([&] {
-      s = state_.load(std::memory_order_acquire);
-      return (s >> kEpochShift) != seen || stop_.load(std::memory_order_relaxed) ||
+      s = generation_.load(std::memory_order_acquire);
+      return s != seen || stop_.load(std::memory_order_relaxed) ||
              member >= active_.load(std::memory_order_relaxed);
     });
     if (!fresh) {
@@ -184,10 +193,10 @@ uint64_t ThreadTeam::wait_for_job(int member, uint64_t seen) {
       // new epoch.
       sleepers_.fetch_add(1);
       wake_.wait(lk, [&] {
-        return stop_.load() || (state_.load() >> kEpochShift) != seen || member >= active_.load();
+        return stop_.load() || generation_.load() != seen || member >= active_.load();
       });
       sleepers_.fetch_sub(1);
-      s = state_.load(std::memory_order_acquire);
+      s = generation_.load(std::memory_order_acquire);
     }
     if (stop_.load()) return 0;
     if (member >= active_.load(std::memory_order_acquire)) continue;
@@ -201,7 +210,7 @@ void ThreadTeam::worker(int member) {
   for (;;) {
     const uint64_t s = wait_for_job(member, seen);
     if (stop_.load()) return;
-    seen = s >> kEpochShift;
+    seen = s;
     run_claimed(nullptr, member);
   }
 }
@@ -218,10 +227,21 @@ void ThreadTeam::run_parts(int64_t parts, const std::function<void(int64_t, int)
            kPartMask, " parts, got ", parts);
   const auto t0 = Clock::now();
   finished_.store(0, std::memory_order_relaxed);
+  parts_.store(parts, std::memory_order_relaxed);
   job_ = &fn;
-  const uint64_t epoch = ((state_.load(std::memory_order_relaxed) >> kEpochShift) + 1) & 0xFFFF;
-  // seq_cst: ordered before the sleepers_ load.
-  state_.store((epoch << kEpochShift) | (static_cast<uint64_t>(parts) << kPartBits));
+  const uint64_t epoch = (generation_.load(std::memory_order_relaxed) + 1) & 0xFFFF;
+  // Region r (of the working members) holds parts [parts r / n, parts (r + 1) / n).
+  const int64_t working = active();
+  for (int r = 0; r < size_; ++r) {
+    const int64_t begin = r < working ? parts * r / working : 0;
+    const int64_t end = r < working ? parts * (r + 1) / working : 0;
+    regions_[static_cast<size_t>(r)].word.store((epoch << kEpochShift) |
+                                                    (static_cast<uint64_t>(end) << kPartBits) |
+                                                    static_cast<uint64_t>(begin),
+                                                std::memory_order_relaxed);
+  }
+  // seq_cst: releases the above, and is ordered before the sleepers_ load.
+  generation_.store(epoch);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lk(mu_); }
     wake_.notify_all();

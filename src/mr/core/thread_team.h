@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -71,9 +72,9 @@ class ThreadTeam {
   // Waits for a job whose epoch differs from `seen` (returns its state), for
   // stop (returns 0 with stop_ set), or parks while the member is inactive.
   uint64_t wait_for_job(int member, uint64_t seen);
-  // Claims the next part of the current job (and says how many it has);
-  // false when none is left.
-  bool claim(int64_t* part, int64_t* parts);
+  // Claims a part of the job of `epoch` for `member`: the next of its own
+  // region, else the last left in another's; false when none is left.
+  bool claim(int member, uint64_t epoch, int64_t* part);
   // Runs parts until none is left to claim: the caller (member 0) its own
   // `caller_fn`, a member the published job_.
   void run_claimed(const std::function<void(int64_t, int)>* caller_fn, int member);
@@ -85,23 +86,33 @@ class ThreadTeam {
   void start_probe();
   void set_active(int n, std::string why);
 
-  // The job word: epoch (16 bits) | parts (24) | next unclaimed part (24).
-  // A claim is a compare-exchange on the whole word, so it takes a part of
-  // whichever job is current at that instant, and a job cannot finish (nor
-  // the next be published) while a claimed part runs: a late member never
-  // runs a part twice or a part of a job that is gone.
+  // A job's parts are dealt in contiguous regions, one per working member
+  // (region r to member r), so that a member takes the same share of an op's
+  // rows op after op, as a static split would, and its data stay in its
+  // caches; a member with nothing left in its region takes the last part
+  // left in another's. A region is one word: epoch (16 bits) | end (24) |
+  // next (24); the owner claims `next`, a thief `end - 1`, each by a
+  // compare-exchange on the whole word, so a claim takes a part of whichever
+  // job is current at that instant, and a job cannot finish (nor the next
+  // be published) while a claimed part runs: a late member never runs a part
+  // twice or a part of a job that is gone.
   static constexpr int kPartBits = 24;
   static constexpr uint64_t kPartMask = (uint64_t{1} << kPartBits) - 1;
+  struct alignas(64) Region {
+    std::atomic<uint64_t> word{0};
+  };
 
   int size_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
-  std::condition_variable wake_;  // members waiting for a job
-  std::condition_variable park_;  // members out of the work
-  std::condition_variable done_;  // the caller waiting for the parts
-  std::atomic<uint64_t> state_{0};
-  std::atomic<int64_t> finished_{0};  // parts of the current job that finished
-  const std::function<void(int64_t, int)>* job_ = nullptr;  // published by state_
+  std::condition_variable wake_;         // members waiting for a job
+  std::condition_variable park_;         // members out of the work
+  std::condition_variable done_;         // the caller waiting for the parts
+  std::unique_ptr<Region[]> regions_;    // size_ of them
+  std::atomic<uint64_t> generation_{0};  // the current job's epoch, published last
+  std::atomic<int64_t> parts_{0};        // the current job's parts
+  std::atomic<int64_t> finished_{0};     // parts of the current job that finished
+  const std::function<void(int64_t, int)>* job_ = nullptr;  // published by generation_
   std::atomic<bool> stop_{false};
   std::atomic<int> active_;
   std::atomic<int> sleepers_{0};              // members waiting on wake_
