@@ -20,6 +20,11 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def add_common_args(p, name):
     """The options every CPU training harness takes."""
     p.add_argument("--n", type=int, default=5, help="rounds (runs of each contender); default 5")
+    p.add_argument(
+        "--section",
+        default=name,
+        help=f"BENCHMARKS.md section to write (default {name}; e.g. {name}_avx2 for a machine of another kind)",
+    )
     p.add_argument("--no-mirrored", action="store_true", help="run the peers only")
     p.add_argument("--python", default=sys.executable, help="python that has torch / tensorflow / keras")
     p.add_argument("--timeout", type=float, default=900, help="seconds allowed to one run")
@@ -52,11 +57,31 @@ def children_cpu_seconds():
     return ru.ru_utime + ru.ru_stime
 
 
+def cross_core_ns():
+    """The cross-core round trip between two threads, in ns, from build/bench_team_handoff
+    (None when it is not built). On a VM it tells where the hypervisor put the vCPUs: on an AMD
+    EPYC Zen 3 with 2 vCPUs it read 57-140 ns when they shared an L3 and 540-570 ns when they did
+    not, and a step of the vignette's MLP took 0.60 and 0.86 ms in the two cases (the "far"
+    mode, FAR_NS and up; mode_lines() reports both)."""
+    for d in ("build", "build-cpu"):
+        exe = os.path.join(REPO, d, "bench_team_handoff")
+        if os.access(exe, os.X_OK):
+            try:
+                out = subprocess.run([exe, "20000"], capture_output=True, text=True, timeout=30).stdout
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            for line in out.splitlines():
+                if line.startswith("cross-core round trip"):
+                    return float(line.split(":")[1].split()[0])
+    return None
+
+
 def run_once(cmd, timeout, seed):
     """Run one contender; return (record, None) or (None, reason). The record gets
     'contention': the CPU time other processes used during the run, as a fraction of the
     machine's capacity over its wall time (0 = the machine was ours alone)."""
     full = f"{cmd} --seed {seed}"
+    rt = cross_core_ns()
     busy0, own0, t0 = busy_cpu_seconds(), children_cpu_seconds(), time.perf_counter()
     try:
         proc = subprocess.run(full, shell=True, cwd=REPO, capture_output=True, text=True, timeout=timeout)
@@ -77,6 +102,7 @@ def run_once(cmd, timeout, seed):
         return None, f"no ms_per_step_epoch2 in {lines[-1][:200]}"
     rec["contention"] = round(contention, 4)
     rec["process_s"] = round(wall, 3)
+    rec["cross_core_ns"] = rt
     return rec, None
 
 
@@ -164,3 +190,37 @@ def run_rounds(args, cmds):
                 )
     load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return names, results, failures, started, load_before, load_after
+
+
+# A cross-core round trip at or above this puts a run in the "far" mode (the vCPUs share no cache).
+FAR_NS = 300
+
+
+def machine_mode(rec):
+    rt = rec.get("cross_core_ns")
+    return None if rt is None else ("far" if rt >= FAR_NS else "near")
+
+
+def mode_lines(names, results):
+    """Lines saying in which machine mode (near or far vCPUs) the runs went, and each contender's
+    median in each mode, when the round trip was measured."""
+    runs = [r for n in names for r in results.get(n) or []]
+    if not any(r.get("cross_core_ns") for r in runs):
+        return []
+    near = sum(machine_mode(r) == "near" for r in runs)
+    far = sum(machine_mode(r) == "far" for r in runs)
+    out = [
+        "",
+        f"Machine mode (the cross-core round trip, measured before each run by build/bench_team_handoff):"
+        f" near (< {FAR_NS} ns, the vCPUs share an L3) in {near} runs, far in {far}.",
+    ]
+    if near and far:
+        out += ["", "| contender | near: n, median ms/step | far: n, median ms/step |", "| --- | --- | --- |"]
+        for n in names:
+            cells = []
+            for m in ("near", "far"):
+                v = [r["ms_per_step_epoch2"] for r in results.get(n) or [] if machine_mode(r) == m]
+                cells.append(f"{len(v)}, {statistics.median(v):.3f}" if v else "0")
+            out.append(f"| {n} | {cells[0]} | {cells[1]} |")
+    return out
+

@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import common_cnn as cc  # noqa: E402
-from harness import add_common_args, fmt, peer_problems, run_rounds, summarise  # noqa: E402
+from harness import add_common_args, fmt, mode_lines, peer_problems, run_rounds, summarise  # noqa: E402
 from report import cpu_info, git_commit, markers, write_section  # noqa: E402
 
 PEERS = ["torch-channels_last", "torch-nchw", "keras"]
@@ -76,7 +76,8 @@ def fma_ceiling(binary):
 def render(args, names, results, failures, started, load_before, load_after, ceiling):
     if args.device == "gpu":
         return render_gpu(args, names, results, failures, started)
-    begin, end = markers("cnn_cpu")
+    section = args.section if args.section != "cnn_gpu" else "cnn_cpu"
+    begin, end = markers(section)
     model, cpus, avx512 = cpu_info()
     flops = cc.conv_flops()
     conv_gflop = sum(flops.values()) / 1e9
@@ -86,7 +87,7 @@ def render(args, names, results, failures, started, load_before, load_after, cei
                 else "not measured (build/bench_gemm missing)")
     lines = [
         begin,
-        "## cnn_cpu",
+        f"## {section}",
         "",
         "keras3's \"Simple MNIST convnet\" (Conv2D 32 3x3 relu, MaxPool 2, Conv2D 64 3x3 relu, MaxPool 2,",
         "Flatten, Dropout 0.5, Dense 10 softmax; categorical cross-entropy; Adam lr 1e-3 eps 1e-7),",
@@ -148,6 +149,7 @@ def render(args, names, results, failures, started, load_before, load_after, cei
             f"{goal} — {verdict}: mirrored {fmt(m_med)} ms/step is {speedup:.2f}x the speed of the fastest"
             f" peer ({fastest[0]}, {fmt(fastest[1])} ms/step)."
         )
+    lines += mode_lines(names, results)
     lines.append(end)
     return "\n".join(lines) + "\n"
 
@@ -185,8 +187,9 @@ def main():
     section = render(args, names, results, failures, started, load_before, load_after, ceiling)
     print(section)
     if not args.no_write:
-        write_section(args.output, f"cnn_{args.device}", section)
-        print(f"wrote the cnn_{args.device} section of {args.output}", file=sys.stderr)
+        name = args.section if args.device == "cpu" else "cnn_gpu"
+        write_section(args.output, name, section)
+        print(f"wrote the {name} section of {args.output}", file=sys.stderr)
     return 0 if any(results.get(n) for n in names if n != "mirrored") else 1
 
 

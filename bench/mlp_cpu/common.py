@@ -21,7 +21,8 @@ MNIST_DIR = os.path.join(REPO, "inst", "extdata", "mnist")
 
 BATCH = 64
 EPOCHS = 2
-THREADS = 2
+# MR_BENCH_THREADS overrides it (bench/contention runs the peers on 1 and 2).
+THREADS = int(os.environ.get("MR_BENCH_THREADS", "2"))
 LEARNING_RATE = 1e-3
 EPSILON = 1e-7  # Keras' Adam default; torch's default (1e-8) is overridden to match.
 HIDDEN = 256

@@ -6,6 +6,10 @@ args <- commandArgs(TRUE)
 # --custom-loss: the same loss written with op_* (traced into the core's graph).
 custom_loss <- "--custom-loss" %in% args
 seed <- if (length(i <- which(args == "--seed")) && length(args) > i) as.integer(args[i + 1]) else 1L
+# --cpu-threads N: options(mirrored.cpu_threads = N) (bench/contention); 0, the
+# default, lets mirrored choose.
+cpu_threads <- if (length(i <- which(args == "--cpu-threads")) && length(args) > i) as.integer(args[i + 1]) else 0L
+options(mirrored.cpu_threads = cpu_threads)
 suppressPackageStartupMessages(library(mirrored, lib.loc = c(file.path(getwd(), ".lib"), .libPaths())))
 
 set_random_seed(seed)
@@ -30,13 +34,16 @@ t0 <- NULL
 timer <- callback_lambda(
   on_epoch_begin = function(epoch, logs) t0 <<- proc.time()[["elapsed"]],
   on_epoch_end = function(epoch, logs) epoch_s <<- c(epoch_s, proc.time()[["elapsed"]] - t0))
-h <- model |> fit(x, y, batch_size = 64, epochs = 2, callbacks = list(timer), verbose = 0)
+monitor <- callback_device_monitor()
+h <- model |> fit(x, y, batch_size = 64, epochs = 2, callbacks = list(timer, monitor), verbose = 0)
+last <- monitor$data[nrow(monitor$data), ]
 steps <- h$params$steps
 info <- mirrored:::cpp_build_info()
 json <- sprintf(paste0('{"peer": "', if (custom_loss) "mirrored-custom-loss" else "mirrored", '", "version": "%s", "blas": "%s", "threads": %d, "ftz": true, ',
                        '"epoch_s": [%.4f, %.4f], "ms_per_step_epoch1": %.4f, "ms_per_step_epoch2": %.4f, ',
-                       '"final_loss": %.4f, "final_acc": %.4f}'),
+                       '"final_loss": %.4f, "final_acc": %.4f, "team_threads": %d, "team_active": %d}'),
                 format(utils::packageVersion("mirrored")), info$cpu_gemm, parallel::detectCores(),
                 epoch_s[1], epoch_s[2], 1000 * epoch_s[1] / steps, 1000 * epoch_s[2] / steps,
-                h$metrics$loss[2], h$metrics$sparse_categorical_accuracy[2])
+                h$metrics$loss[2], h$metrics$sparse_categorical_accuracy[2], last$threads,
+                last$active_threads)
 cat(json, "\n", sep = "")

@@ -19,10 +19,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
-from harness import add_common_args, fmt, peer_problems, run_rounds, summarise  # noqa: E402
+from harness import add_common_args, fmt, mode_lines, peer_problems, run_rounds, summarise  # noqa: E402
 from report import cpu_info, git_commit, markers, write_section  # noqa: E402
 
-BEGIN, END = markers("mlp_cpu")
 PEERS = ["torch", "torch-fused", "keras", "keras-xla"]
 GOAL_FACTOR = 2.0
 CUSTOM = "mirrored-custom-loss"
@@ -63,12 +62,13 @@ def contender_cmds(args):
 
 
 def render(args, names, results, failures, started, load_before, load_after):
+    BEGIN, END = markers(args.section)
     model, cpus, avx512 = cpu_info()
     mirrored = results.get("mirrored")
     m_med = summarise(mirrored)["median"] if mirrored else None
     lines = [
         BEGIN,
-        "## mlp_cpu",
+        f"## {args.section}",
         "",
         "The vignette's model (784-256-256-10, relu, Adam lr 1e-3 eps 1e-7, sparse CE from logits,",
         "Keras' default init), batch 64, unscaled 0..255 inputs, 2 epochs on `sample10k` (10,000",
@@ -145,6 +145,7 @@ def render(args, names, results, failures, started, load_before, load_after):
             f" {fmt(c_med)} ms/step, {c_med / m_med:.3f}x the built-in loss's {fmt(m_med)} —"
             f" goal <= {CUSTOM_BUDGET:.2f}x {verdict}."
         )
+    lines += mode_lines(names, results)
     lines.append(END)
     return "\n".join(lines) + "\n"
 
@@ -156,8 +157,8 @@ def main():
     section = render(args, names, results, failures, started, load_before, load_after)
     print(section)
     if not args.no_write:
-        write_section(args.output, "mlp_cpu", section)
-        print(f"wrote the mlp_cpu section of {args.output}", file=sys.stderr)
+        write_section(args.output, args.section, section)
+        print(f"wrote the {args.section} section of {args.output}", file=sys.stderr)
     valid_peers = [n for n in names if n != "mirrored" and results.get(n)]
     return 0 if valid_peers else 1
 
