@@ -9,6 +9,7 @@ writes the medians to the `gemm_cpu` section of BENCHMARKS.md.
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -18,9 +19,12 @@ sys.path.insert(0, os.path.dirname(HERE))
 from report import REPO, provenance, publish  # noqa: E402
 
 
+ROW = re.compile(r"^(.*?)\s+([NT]{2})\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+(-?[\d.]+)")
+
+
 def run_once(binary, threads, seconds):
     out = subprocess.run([binary, str(threads), str(seconds)], capture_output=True, text=True, check=True).stdout
-    rows, ceiling, transpose = {}, None, None
+    rows, ceiling, transpose, path = {}, None, None, "?"
     for line in out.splitlines():
         if line.startswith("W3 transpose:"):
             transpose = float(line.split()[4])
@@ -29,11 +33,15 @@ def run_once(binary, threads, seconds):
             parts = line.replace(",", "").split()
             ceiling = (float(parts[4]), float(parts[8]))
             continue
-        fields = line.split()
-        if len(fields) >= 7 and fields[-1].replace(".", "", 1).isdigit() and fields[-3].isdigit():
-            label = " ".join(fields[:-6])
-            rows[(label, fields[-6], fields[-5], fields[-4], fields[-3])] = (float(fields[-2]), float(fields[-1]))
-    return rows, ceiling, transpose
+        if line.startswith("kernel path:"):
+            path = line.split(":", 1)[1].strip()
+            continue
+        # label op m n k 1-thread team oneDNN-1-thread [team working]
+        m = ROW.match(line)
+        if m:
+            label, op, mm, nn, kk, one, team, dnnl = m.groups()
+            rows[(label.strip(), op, mm, nn, kk)] = (float(one), float(team), float(dnnl))
+    return rows, ceiling, transpose, path
 
 
 # cpu_gemm_narrow.cpp's kSplitMinMacs: narrow products below it run on the calling thread.
@@ -41,7 +49,7 @@ SPLIT_MIN_MACS = 512 * 1024
 
 
 def team_handoff(binary, n):
-    """Median ns of a cross-core round trip and of an empty 2-member ThreadTeam::run over n runs
+    """Median ns of a cross-core round trip and of an empty 2-part ThreadTeam::run_parts over n runs
     of build/bench_team_handoff, or None where it is not built."""
     if not os.path.exists(binary):
         return None
@@ -51,7 +59,7 @@ def team_handoff(binary, n):
         for line in out.splitlines():
             if line.startswith("cross-core round trip"):
                 trip.append(float(line.split()[-2]))
-            elif line.startswith("ThreadTeam::run"):
+            elif line.startswith("ThreadTeam::run_parts"):
                 team.append(float(line.split()[-2]))
     return statistics.median(trip), statistics.median(team)
 
@@ -73,7 +81,7 @@ def split_budget(medians, ceil2, handoff, n_runs):
                    f" same speed) has {1000 * (budget - t1 / 2):.0f} ns for its hand-off")
     if out and handoff:
         out.append(f"- measured (`build/bench_team_handoff`, median of {n_runs} runs): a cross-core round trip"
-                   f" {handoff[0]:.0f} ns, an empty 2-member ThreadTeam::run {handoff[1]:.0f} ns")
+                   f" {handoff[0]:.0f} ns, an empty 2-part ThreadTeam::run_parts {handoff[1]:.0f} ns")
     return out
 
 
@@ -84,6 +92,7 @@ def main():
     ap.add_argument("--seconds", type=float, default=0.5)
     ap.add_argument("--output", default=os.path.join(REPO, "BENCHMARKS.md"))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--section", default="gemm_cpu", help="BENCHMARKS.md section (e.g. gemm_cpu_avx2)")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit(f"{args.bin} is missing: run `make core` first")
@@ -94,10 +103,12 @@ def main():
     ceil1 = med([r[1][0] for r in runs])
     ceil2 = med([r[1][1] for r in runs])
     lines = [
-        "## gemm_cpu",
+        f"## {args.section}",
         "",
-        "sgemm of the CPU backend (oneDNN's sgemm where the build found oneDNN, else Eigen with the",
-        "kernels' vector flags; split over a team of threads by output rows or columns) at every",
+        f"Kernel path: {runs[0][3]} (`src/mr/backends/cpu/cpu_isa.h`; the avx512 path: oneDNN's sgemm",
+        "where the build found oneDNN, else Eigen with the kernels' vector flags; avx2 and portable: the",
+        "blocked GEMM of `cpu_gemm_blocked_kernel.h`). sgemm of the CPU backend (split over a team of",
+        "threads by output rows or columns), beside oneDNN's sgemm on one thread, at every",
         "product one training step of the vignette's model does (784-256-256-10, batch 64; the first",
         "layer's dX is not computed), and two large ones, against the machine's ceiling measured by an",
         "FMA-throughput loop (independent accumulators). Products with n or k <= 16 (the output",
@@ -112,18 +123,18 @@ def main():
         "",
         *provenance("make core && python3 bench/gemm_cpu/run.py"),
         "",
-        "| product | op | m | n | k | 1 thread GFLOP/s | share of the 1-thread ceiling | 2 threads GFLOP/s | share of the 2-thread ceiling |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| product | op | m | n | k | 1 thread GFLOP/s | share of the 1-thread ceiling | 2 threads GFLOP/s | share of the 2-thread ceiling | oneDNN sgemm, 1 thread |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    medians = {key: (med([r[0][key][0] for r in runs if key in r[0]]), med([r[0][key][1] for r in runs if key in r[0]]))
-               for key in keys}
-    for key, (one, two) in medians.items():
+    medians = {key: tuple(med([r[0][key][i] for r in runs if key in r[0]]) for i in range(3)) for key in keys}
+    for key, (one, two, dnnl) in medians.items():
         label, op, m, n, k = key
         lines.append(
-            f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {100 * one / ceil1:.0f}% | {two:.1f} | {100 * two / ceil2:.0f}% |"
+            f"| {label} | {op} | {m} | {n} | {k} | {one:.1f} | {100 * one / ceil1:.0f}% | {two:.1f} |"
+            f" {100 * two / ceil2:.0f}% | {'—' if dnnl < 0 else f'{dnnl:.1f}'} |"
         )
     lines += ["", f"Ceiling (FMA loop): {ceil1:.1f} GFLOP/s on 1 thread, {ceil2:.1f} on 2."]
-    budget = split_budget(medians, ceil2, handoff, len(runs))
+    budget = split_budget({k: v[:2] for k, v in medians.items()}, ceil2, handoff, len(runs))
     if budget:
         lines += ["", "Why the output layer's products run on one thread: what a split would have to reach.", ""]
         lines += budget
@@ -131,7 +142,7 @@ def main():
     if tr:
         lines += ["", f"The copy of W3 to W3^T (256x10, `strided_copy`, once per step): {med(tr):.3f} us on 1 thread"
                   f" (median of {len(tr)} runs)."]
-    publish("gemm_cpu", lines, args.output, not args.no_write)
+    publish(args.section, lines, args.output, not args.no_write)
 
 
 if __name__ == "__main__":
