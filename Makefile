@@ -128,7 +128,7 @@ demo: deps install
 
 check: deps
 	rm -rf build-check && mkdir -p build-check
-	cd build-check && $(BUILD_LOCK) $(R) CMD build ..
+	cd build-check && MAKEFLAGS=-j$(JOBS) $(BUILD_LOCK) $(R) CMD build ..
 	cd build-check && MAKEFLAGS=-j$(JOBS) _R_CHECK_FORCE_SUGGESTS_=false \
 	  $(BUILD_LOCK) $(R) CMD check --no-manual mirrored_*.tar.gz
 	@# R CMD check exits 0 on WARNINGs: the goal is none, so they fail the target.

@@ -152,15 +152,7 @@ stage_cxx_rest() {
 }
 
 gc_main() {
-  GF_T0=$(date +%s)
-  GF_BUDGET=${MR_CHECK_BUDGET:-530}
-  GF_DEADLINE=$((GF_T0 + GF_BUDGET))
-  export OUT G GF_STATE
-  mkdir -p "$OUT"
-  rm -f "$OUT"/{summary.txt,tests.tsv,env.txt,cxx.log,r.log,bench.log,results.tar}
-  rm -rf "$GF_STATE"
-  gf_prepare || exit 1
-  gf_header "gpu-check"
+  gf_begin gpu-check "${MR_CHECK_BUDGET:-530}" env.txt cxx.log r.log bench.log results.tar
   gf_run env plain 45 env.txt
   gf_run r_suite plain 210 r.log
   gf_run mlp_gpu plain 100 bench.log

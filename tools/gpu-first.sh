@@ -447,17 +447,28 @@ stage_sanitizer() {
   exit "$rc"
 }
 
-# ---- main ------------------------------------------------------------------
-gf_main() {
+# The start of a run (this script's and gpu-check.sh's): the budget from now,
+# a fresh $OUT (the summary, tests.tsv and the run's own files removed) and
+# state, the pack unpacked, the summary's header.
+#   gf_begin NAME BUDGET_SECONDS FILE...
+gf_begin() {
+  local name=$1 budget=$2 f
+  shift 2
   GF_T0=$(date +%s)
-  GF_BUDGET=${MR_FIRST_BUDGET:-530}
+  GF_BUDGET=$budget
   GF_DEADLINE=$((GF_T0 + GF_BUDGET))
   export OUT G GF_STATE
   mkdir -p "$OUT"
-  rm -f "$OUT"/{summary.txt,tests.tsv,env.txt,cxx.log,r.log,bench.log,sanitizer.log}
+  rm -f "$OUT/summary.txt" "$OUT/tests.tsv"
+  for f in "$@"; do rm -f "${OUT:?}/$f"; done
   rm -rf "$GF_STATE"
   gf_prepare || exit 1
-  gf_header "gpu-first"
+  gf_header "$name"
+}
+
+# ---- main ------------------------------------------------------------------
+gf_main() {
+  gf_begin gpu-first "${MR_FIRST_BUDGET:-530}" env.txt cxx.log r.log bench.log sanitizer.log
   gf_run env plain 45 env.txt
   gf_run smoke gtest 60 cxx.log
   gf_run ops gtest 100 cxx.log

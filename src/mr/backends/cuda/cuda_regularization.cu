@@ -12,6 +12,7 @@
 // `reduce` elements in order.
 #include "backends/common/regularization_math.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_segments.h"
 
 namespace mr {
 
@@ -23,19 +24,8 @@ constexpr int kSumThreads = 512;
 constexpr int64_t kSegmentElements = int64_t{16} * kSumThreads;
 constexpr int64_t kMaxSegments = 4096;
 
-struct Segments {
-  int64_t count = 1;
-  int64_t size = 0;
-};
-Segments segments_of(int64_t n) {
-  Segments s;
-  if (n <= 0) return s;
-  int64_t count = (n + kSegmentElements - 1) / kSegmentElements;
-  if (count > kMaxSegments) count = kMaxSegments;
-  s.size = (n + count - 1) / count;
-  s.count = (n + s.size - 1) / s.size;
-  return s;
-}
+using cuda::Segments;
+Segments segments_of(int64_t n) { return cuda::segments_of(n, kSegmentElements, kMaxSegments); }
 
 // Tree sum of part[0..kSumThreads) into part[0], in a fixed pattern.
 __device__ __forceinline__ void block_tree_sum(double* part) {

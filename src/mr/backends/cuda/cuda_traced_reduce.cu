@@ -12,6 +12,7 @@
 // block (not batched). All launch on the backend's stream.
 #include "backends/common/traced_reduce_math.h"
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_segments.h"
 #include "core/error.h"
 
 namespace mr {
@@ -24,19 +25,8 @@ constexpr int kBlock = 256;
 constexpr int64_t kSegmentRows = int64_t{8} * kBlock;
 constexpr int64_t kMaxSegments = 2048;
 
-struct Segments {
-  int64_t count = 1;
-  int64_t size = 0;
-};
-Segments segments_of(int64_t rows) {
-  Segments s;
-  if (rows <= 0) return s;
-  int64_t count = (rows + kSegmentRows - 1) / kSegmentRows;
-  if (count > kMaxSegments) count = kMaxSegments;
-  s.size = (rows + count - 1) / count;
-  s.count = (rows + s.size - 1) / s.size;
-  return s;
-}
+using cuda::Segments;
+Segments segments_of(int64_t rows) { return cuda::segments_of(rows, kSegmentRows, kMaxSegments); }
 
 // Tree sum of the block's (ps, pc) into ps[0], pc[0], in a fixed pattern;
 // every thread may read the totals after it.
