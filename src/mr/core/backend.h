@@ -37,9 +37,8 @@ enum class Activation {
   tanh,
   softmax,
   gelu,
-  // Added for issue 12 (appended: the values above keep their numbers). A
-  // new element-wise activation goes at the end with its cases in
-  // kmath::act_value / act_grad (which return x / 1 for unknown values).
+  // Appended (the values above keep their numbers): a new one goes at the end,
+  // with its cases in kmath::act_value / act_grad (x / 1 for unknown values).
   elu,
   selu,
   silu,
@@ -202,17 +201,18 @@ class Backend {
   virtual DeviceBuffer allocate(size_t bytes) = 0;
   virtual void release(void* p) noexcept = 0;
   virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+  // A host wait for the work queued before it on a GPU; counted (tests).
   virtual void download(void* host_dst, const void* src, size_t bytes) = 0;
+  int64_t downloads() const { return downloads_; }
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   // Waits until every op issued so far has finished.
   virtual void synchronize() = 0;
-  // How long host waits for this device may take and what stops them (see
-  // core/wait.h): the model sets its collective timeout and the
-  // communicator's abort flag. Every host wait of a backend honours them.
+  // How long host waits for this device may take and what stops them
+  // (core/wait.h): the model's collective timeout, the communicator's abort.
   void set_wait_limits(const WaitLimits& limits) { limits_ = limits; }
   const WaitLimits& wait_limits() const { return limits_; }
-  // Sizes host staging so that uploads of up to `bytes` inside a step never
-  // allocate (pinned memory on a GPU). Call outside steps (compile time).
+  // Sizes host staging (pinned on a GPU) so that uploads of up to `bytes`
+  // inside a step never allocate; outside steps (compile time).
   virtual void reserve_staging(size_t /*bytes*/) {}
 
   // ---- events and lanes -----------------------------------------------------
@@ -564,15 +564,16 @@ class Backend {
   // bf16; CUDA: tensor cores). Where it says no, layers under a mixed policy
   // compute in f32 and compile() says so once (Model::precision_note()).
   virtual bool native_lowp(DType /*t*/) const { return false; }
-  // Dynamic loss scaling (train/loss_scale.h). *flag = 1 when any of
-  // x[0, n) is Inf or NaN, else *flag is left as it is (calls over several
-  // ranges OR together); flag is one float on this device (the step block's
-  // StepScalars::skip). Deterministic; no host sync.
+  // Dynamic loss scaling (train/loss_scale.h). *flag = 1 when any of x[0, n)
+  // is Inf or NaN, else left as it is (calls over several ranges OR
+  // together); flag: the step block's skip word. Deterministic, no host sync.
   virtual void nonfinite_flag(int64_t n, const float* x, float* flag) = 0;
   // g[i] = g[i] / s->loss_scale (Keras' LossScaleOptimizer divides by the
-  // scale). Runs whatever s->skip says: a skipped step's gradients are not
-  // read again.
+  // scale), whatever s->skip says: a skipped step's gradients are not read.
   virtual void unscale_gradients(int64_t n, float* g, const StepScalars* s) = 0;
+  // The step's end: moves the scale in a.word by a.block's skip word and
+  // writes the next step's block (core/step_scalars.h); queued, no host sync.
+  virtual void advance_loss_scale(const LossScaleAdvance& a) = 0;
   // dst[i] = src[i] rounded to `t` (bf16 or f16, 2 bytes each) to nearest,
   // ties to even; f16 overflows to +-Inf; NaN stays NaN.
   virtual void cast_lowp(DType t, int64_t n, const float* src, void* dst) = 0;
@@ -787,6 +788,9 @@ class Backend {
   virtual void traced_reduce(bool batched, int64_t rows, int64_t width, const float* out,
                              const float* sample_weight, float grad_scale, float* d_out,
                              double* sum, double* count) = 0;
+
+ protected:
+  int64_t downloads_ = 0;  // download() adds 1 (one caller at a time, as for every op)
 
  private:
   WaitLimits limits_;

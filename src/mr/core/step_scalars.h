@@ -1,8 +1,9 @@
 // The values that change every step, kept in one small device-resident block
-// per replica and written once per step (train/step.cpp) before any op reads
-// it. Ops read them from device memory instead of taking them as kernel
-// arguments, so that a step captured once (a CUDA graph) replays with each
-// step's values. Plain old data: the same bytes on the host and the device.
+// per replica and written once per step before any op reads it: by the host
+// (train/step.cpp), or under dynamic loss scaling by the device itself at the
+// end of the step before (LossScaleWord below). Ops read them from device memory instead of taking
+// them as kernel arguments, so that a step captured once (a CUDA graph) replays with each step's
+// values. Plain old data: the same bytes on the host and the device.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,32 @@ struct StepScalars {
   // buffers as they are, on every replica alike. The one op that writes the
   // block after the host.
   float skip = 0.0f;
+};
+
+// ---- dynamic loss scaling kept on the device (train/loss_scale.h) ----
+// The loss scale's state as the device moves it at the end of every training
+// step (Backend::advance_loss_scale), so that the host needs no result of a
+// step before it queues the next: it reads the word only where it logs
+// (Model::settle_loss_scale). Counts run from the moment the host wrote it.
+struct LossScaleWord {
+  float scale = 1.0f;         // Keras' dynamic_scale
+  float last_skipped = 0.0f;  // 1 when the last step was skipped
+  int64_t step_counter = 0;   // Keras' step_counter
+  int64_t applied = 0;        // steps applied since the host wrote the word
+  int64_t skipped = 0;        // steps skipped since then
+};
+
+// Backend::advance_loss_scale's operands, all in device memory: `block` is
+// the step's block (its skip word read, then overwritten with the next
+// step's values), `table` holds the blocks of the steps to come by applied
+// count (row k: `applied` == k; the host fills it ahead, and writes the word
+// again before the rows run out).
+struct LossScaleAdvance {
+  StepScalars* block = nullptr;
+  LossScaleWord* word = nullptr;
+  const StepScalars* table = nullptr;
+  int64_t table_rows = 0;
+  int64_t growth_steps = 0;  // Keras' dynamic_growth_steps
 };
 
 }  // namespace mr

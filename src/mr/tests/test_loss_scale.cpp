@@ -173,5 +173,68 @@ TEST(LossScale, CompileChecksItsSettings) {
   EXPECT_FALSE(m.loss_scale_state().last_skipped);
 }
 
+// The scale moves on the device (core/step_scalars.h): the host queues step
+// after step without reading anything, and learns the outcome when it reads
+// the state. An overflow in the middle, unseen by the host until the end,
+// still gives the weights of the run without the skipped batch: the next
+// step's learning rate and Adam's bias corrections come from the table row
+// of the applied count, not from the host's count.
+TEST(LossScale, StepsQueueWithoutReadingTheDevice) {
+  Model m(mlp(), cpus(2), 1);
+  m.compile(adam_mse(true, 4.0, 3));
+  const int64_t before = m.replica_backend(0).downloads();
+  m.inject_nonfinite_gradient(1, 4);
+  std::vector<Data> batches;
+  for (int i = 0; i < 10; ++i) batches.push_back(data(i));
+  for (Data& d : batches) m.train_step(d.batch());
+  EXPECT_EQ(m.replica_backend(0).downloads() - before, 0)
+      << "the host read the device between loss-scaled steps";
+  const LossScaleState st = m.loss_scale_state();
+  EXPECT_EQ(m.replica_backend(0).downloads() - before, 1);
+  // Growth every 3 finite steps from 4: steps 1-3 -> 8; step 4 skipped -> 4;
+  // steps 5-10 (six finite) -> 8, then 16, counter 0.
+  EXPECT_EQ(st.scale, 16.0f);
+  EXPECT_EQ(st.step_counter, 0);
+  EXPECT_EQ(st.skipped, 1);
+  EXPECT_FALSE(st.last_skipped);
+  EXPECT_EQ(m.iterations(), 9);
+  Model ref(mlp(), cpus(2), 1);
+  ref.compile(adam_mse(false));
+  for (size_t i = 0; i < batches.size(); ++i)
+    if (i != 3) ref.train_step(batches[i].batch());
+  EXPECT_EQ(m.get_params(0), ref.get_params(0));
+  EXPECT_EQ(m.get_params(1), ref.get_params(0));
+  EXPECT_EQ(m.get_slot(2, 0), ref.get_slot(2, 0)) << "the EMA differs";
+}
+
+// The host writes the table of the coming steps' blocks again before its
+// rows run out (a read of the device every 255 steps), and a run across
+// those writes, with a skip and growths, is the run without the skipped
+// batch bit for bit.
+TEST(LossScale, TheTableIsWrittenAgainBeforeItsRowsRunOut) {
+  Model m(mlp(), cpus(2), 1);
+  m.compile(adam_mse(true, 4.0, 50));
+  Model ref(mlp(), cpus(2), 1);
+  ref.compile(adam_mse(false));
+  const int64_t before = m.replica_backend(0).downloads();
+  m.inject_nonfinite_gradient(0, 200);
+  for (int i = 0; i < 600; ++i) {
+    Data d = data(i);
+    m.train_step(d.batch());
+    if (i != 199) ref.train_step(d.batch());
+  }
+  EXPECT_EQ(m.replica_backend(0).downloads() - before, 2)
+      << "expected one read of the device per 255 steps";
+  const LossScaleState st = m.loss_scale_state();
+  EXPECT_EQ(st.skipped, 1);
+  EXPECT_EQ(m.iterations(), 599);
+  // 199 finite steps (3 growths, counter 49), the skip (halved, counter 0),
+  // 400 finite steps (8 growths): 4 * 2^3 / 2 * 2^8.
+  EXPECT_EQ(st.scale, 4.0f * 8.0f / 2.0f * 256.0f);
+  EXPECT_EQ(st.step_counter, 0);
+  EXPECT_EQ(m.get_params(0), ref.get_params(0));
+  EXPECT_EQ(m.get_slot(1, 0), ref.get_slot(1, 0));
+}
+
 }  // namespace
 }  // namespace mr

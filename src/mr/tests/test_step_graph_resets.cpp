@@ -160,6 +160,7 @@ struct Trained {
   std::vector<float> params;
   StepGraphStats stats;
   LossScaleState scale;
+  int64_t downloads = 0;  // by the training steps, before the state was read
 };
 
 // Dynamic loss scaling (scale 2^15, doubled every 2 finite steps): the loss
@@ -173,8 +174,14 @@ Trained train_scaled(std::vector<DeviceSpec> devs, bool graphs, int steps) {
   c.loss_scale.dynamic_growth_steps = 2;
   m.compile(c);
   m.set_cuda_graphs(graphs);
+  const int64_t before = m.replica_backend(0).downloads();
   for (int s = 0; s < steps; ++s) m.train_step(data(64, static_cast<uint32_t>(s)).batch);
-  return {m.get_params(), m.cuda_graph_stats(), m.loss_scale_state()};
+  Trained t;
+  t.downloads = m.replica_backend(0).downloads() - before;
+  t.scale = m.loss_scale_state();
+  t.params = m.get_params();
+  t.stats = m.cuda_graph_stats();
+  return t;
 }
 
 TEST(StepGraphResetsGpu, DynamicLossScalingStepsReplayBitForBit) {
@@ -189,6 +196,9 @@ TEST(StepGraphResetsGpu, DynamicLossScalingStepsReplayBitForBit) {
   EXPECT_EQ(graph.scale.scale, eager.scale.scale) << "the loss scale moved differently";
   EXPECT_EQ(graph.scale.skipped, eager.scale.skipped);
   EXPECT_EQ(graph.params, eager.params) << "replayed loss-scaled steps differ from eager ones";
+  EXPECT_EQ(graph.downloads, 0) << "the host read the device between loss-scaled steps (a "
+                                   "device sync per step)";
+  EXPECT_EQ(eager.downloads, 0) << "the host read the device between eager loss-scaled steps";
   // The same numbers as a CPU replica (the GPU's kernels differ in rounding).
   const Trained cpu = train_scaled({DeviceSpec{DeviceKind::cpu, 0}}, false, 8);
   EXPECT_EQ(cpu.scale.scale, graph.scale.scale);

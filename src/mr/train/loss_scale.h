@@ -13,8 +13,10 @@
 //   - not finite: nothing is applied (no update, no accumulation, no EMA, the
 //     iterations do not advance), the scale halves and step_counter = 0.
 // The skip is decided on the device (a word of the replica's step block the
-// update ops read), never by a host sync inside the step; the host reads the
-// outcome after the step's end-of-step wait and sets the next step's scale.
+// update ops read), never by a host sync inside the step, and the scale moves
+// on the device too (core/step_scalars.h: LossScaleWord): the host queues the
+// next step without knowing whether this one was skipped, and reads the word
+// only where it logs (Model::settle_loss_scale).
 // Every op of the step reads the scale from the step block (the loss
 // gradients are multiplied by it on the device: Step::scale_loss_gradients),
 // so a step under loss scaling can be captured as a CUDA graph and replayed.

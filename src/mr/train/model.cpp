@@ -149,7 +149,9 @@ void Model::set_learning_rate(double lr) {
   OptimizerConfig c = config_.optimizer;
   c.learning_rate = lr;
   validate(c);
+  settle_loss_scale();
   config_.optimizer.learning_rate = lr;
+  device_scale_.armed = false;  // the table holds the old rate
 }
 
 void Model::finalize_optimizer() {
@@ -257,8 +259,7 @@ void Model::start_train_step(const HostBatch& batch) {
   MR_CHECK(batch.rows > 0 || replicas_.sharded(), value, "empty batch");
   check_batch(batch, true);
   step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
-  step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
-  step_.post_train(batch, config_, state_.iterations);
+  step_.post_train(batch, config_, begin_train_step());
   in_flight_ = true;
   in_flight_train_ = true;
   state_.samples_seen += replicas_.local_rows(batch.rows);
@@ -285,11 +286,13 @@ bool Model::finish_step(const std::function<bool()>& interrupted) {
                           interrupted);
   } catch (...) {
     end_step_input(false);  // i14-devinput
+    if (in_flight_train_) end_train_step(true);
     throw;
   }
   end_step_input(true);  // i14-devinput (no late staging: stage_late_input())
-  // A step skipped by loss scaling applied nothing: Keras' iterations stay.
-  if (in_flight_train_ && !finish_loss_scale()) ++state_.iterations;
+  // A step skipped by loss scaling applied nothing: Keras' iterations stay
+  // (counted on the device: settle_loss_scale()).
+  if (in_flight_train_) end_train_step(false);
   return stop;
 }
 

@@ -69,10 +69,19 @@ class Model {
   bool compiled() const { return compiled_; }
   const CompileConfig& config() const { return config_; }
   void set_learning_rate(double lr);
-  int64_t iterations() const { return state_.iterations; }
+  // Under dynamic loss scaling the count lives on the device until read
+  // (settle_loss_scale()): reading it waits for the steps in flight.
+  int64_t iterations() {
+    settle_loss_scale();
+    return state_.iterations;
+  }
   // Keras' optimizer.finalize_variable_values at the end of fit() (EMA).
   void finalize_optimizer();
-  void set_iterations(int64_t n) { state_.iterations = n; }
+  void set_iterations(int64_t n) {
+    settle_loss_scale();
+    state_.iterations = n;
+    device_scale_.armed = false;  // the table starts from another iteration
+  }
   // Slot buffer k (slot_names() order) of replica `rank`.
   std::vector<float> get_slot(int k, int rank = 0) const;
   void set_slot(int k, const std::vector<float>& flat);
@@ -141,9 +150,17 @@ class Model {
   // The loss scale's state (Keras' LossScaleOptimizer variables
   // dynamic_scale and step_counter) after the last finished step; compile()
   // with loss_scale.dynamic resets it to (initial_scale, 0). The setter is
-  // for loading a saved optimizer.
-  const LossScaleState& loss_scale_state() const { return loss_scale_; }
+  // for loading a saved optimizer. The device moves the scale and counts
+  // the applied steps (core/step_scalars.h: LossScaleWord) without the host;
+  // settle_loss_scale() reads them (waiting for the queued steps), as every
+  // reader of the state or of iterations() does: the training loop's logs,
+  // R, saving. Between reads the host's count assumes no step was skipped.
+  const LossScaleState& loss_scale_state() {
+    settle_loss_scale();
+    return loss_scale_;
+  }
   void set_loss_scale_state(float scale, int64_t step_counter);
+  void settle_loss_scale();
   // A one-time note from compile() for the R side to show (empty: none),
   // e.g. that this CPU has no bf16 instructions and mixed_bfloat16 layers
   // compute in float32.
@@ -183,11 +200,24 @@ class Model {
   // ---- i14-mpcore ----
   // Checks c.loss_scale, resets loss_scale_ and sets precision_note_.
   void compile_precision(const CompileConfig& c);
-  // After a training step's wait: reads whether the step was skipped (the
-  // skip word of replica 0's step block) and moves the loss scale as Keras'
-  // LossScaleOptimizer does. Returns true for a skipped step.
-  bool finish_loss_scale();
+  // Before a training step is posted: writes the device's word and table
+  // when they are not there yet or their rows would run out. Returns the
+  // iteration the host posts the step with.
+  int64_t begin_train_step();
+  // After a training step's wait (or failure).
+  void end_train_step(bool failed);
+  // Writes the loss scale's word, the table of the next steps' blocks and
+  // the first block on every replica, from the settled host state.
+  void arm_loss_scale();
   LossScaleState loss_scale_;
+  struct DeviceScale {
+    bool armed = false;
+    int64_t at = 0;                // iterations when armed (the table's row 0)
+    int64_t posted = 0;            // training steps posted since
+    int64_t skipped_before = 0;    // loss_scale_.skipped when armed
+    int64_t posted_iteration = 0;  // the host's iteration of the last step
+  } device_scale_;
+  std::vector<StepScalars> scale_rows_;  // the table, host side (no reallocation)
   std::string precision_note_;
 
   // ---- i14-monitor: where the time goes (train/device_report.cpp) ----

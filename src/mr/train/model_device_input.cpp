@@ -105,8 +105,7 @@ void Model::start_staged_step(bool train, int slot, const HostBatch* ahead) {
   step_.use_slot(slot, stage_ahead && fits ? ahead : nullptr);
   try {
     if (train) {
-      step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
-      step_.post_train(staged_desc_, config_, state_.iterations);
+      step_.post_train(staged_desc_, config_, begin_train_step());
     } else {
       step_.post_eval(staged_desc_, config_);
     }
@@ -181,8 +180,7 @@ void Model::start_resident_step(bool train, const ArrayData& data, const int64_t
   step_.use_resident(data, order, rows, config_);
   try {
     if (train) {
-      step_.set_loss_scale(loss_scale_.scale);  // i14-mpcore
-      step_.post_train(resident_desc_, config_, state_.iterations);
+      step_.post_train(resident_desc_, config_, begin_train_step());
     } else {
       step_.post_eval(resident_desc_, config_);
     }

@@ -1,14 +1,31 @@
 // Model's mixed-precision settings (issue 14, i14-mpcore): compile()'s checks
 // of the loss-scale settings, the loss scale's state between steps, and the
 // one-time note on how this machine computes the layers' mixed policies.
+//
+// Dynamic loss scaling runs on the device (core/step_scalars.h): each step
+// ends with an op that moves the scale by the step's skip word and writes
+// the next step's block from a table of blocks indexed by the count of
+// applied steps, which the host fills ahead (kScaleRows steps). The host
+// never waits for a step's outcome before it queues the next one (on a GPU
+// that wait was a full device sync per step and kept steps from running
+// back to back); it reads the word where it needs exact values anyway: the
+// training loop's logs, R's accessors, saving, and every kScaleRows steps
+// to fill the table again.
 #include <cmath>
 #include <set>
 #include <string>
 
 #include "core/error.h"
+#include "nn/optimizer.h"
 #include "train/model.h"
 
 namespace mr {
+
+namespace {
+// Rows of the table of blocks: the host writes it again after this many
+// steps (a wait for the queued steps, once per kScaleRows - 1 steps).
+constexpr int64_t kScaleRows = 256;
+}  // namespace
 
 void Model::compile_precision(const CompileConfig& c) {
   const LossScaleConfig& ls = c.loss_scale;
@@ -39,6 +56,10 @@ void Model::compile_precision(const CompileConfig& c) {
   } else {
     loss_scale_ = LossScaleState{1.0f, 0, 0, false};
   }
+  device_scale_ = DeviceScale{};
+  const int64_t rows = ls.dynamic ? kScaleRows : 0;
+  state_.allocate_loss_scale(rows);
+  scale_rows_.assign(static_cast<size_t>(rows), StepScalars{});
   // The note: mixed policies whose products this machine runs in f32.
   std::set<std::string> slow;
   for (int i = 0; i < graph_->size(); ++i) {
@@ -57,41 +78,86 @@ void Model::compile_precision(const CompileConfig& c) {
                       precision_note_ + ": those layers compute in float32";
 }
 
-bool Model::finish_loss_scale() {
-  if (!config_.loss_scale.dynamic) return false;
-  // Outside the step, after its ReplicaSet::wait. On a CPU the step is done
-  // and this is a copy; on a GPU the wait only means the step was queued, so
-  // this download waits (polled, with the model's deadline) for the step to
-  // finish: the host must know whether it was skipped before the next step,
-  // whose scalars it computes from the iterations a skipped step does not
-  // advance (Keras). The scale itself lives in the step block on the device
-  // (the loss gradients and the unscale read it there), so dynamic loss
-  // scaling no longer keeps the step from a CUDA graph.
-  StepScalars s;
-  replicas_.backend(0).download(&s, state_.scalars(0), sizeof s);
-  LossScaleState& st = loss_scale_;
-  st.last_skipped = s.skip != 0.0f;
-  if (st.last_skipped) {
-    // Keras' _stateless_handle_non_finite_grads.
-    st.step_counter = 0;
-    st.scale *= 0.5f;
-    ++st.skipped;
-    // A skipped step keeps its iteration: a test's injected overflow fires
-    // once (the retried iteration would hit it again).
-    step_.update().inject_nonfinite(-1, 0);
-    // The injection is a host choice recorded with the step's ops: a graph
-    // captured with it must never replay. Dropping the graphs after any
-    // skipped step covers that case (the next steps warm up and capture
-    // again, a cost only while the scale settles).
-    step_.graphs().invalidate();
-  } else if (st.step_counter == config_.loss_scale.dynamic_growth_steps - 1) {
-    // Keras' upscale(): after dynamic_growth_steps finite steps.
-    st.step_counter = 0;
-    st.scale *= 2.0f;
-  } else {
-    ++st.step_counter;
+int64_t Model::begin_train_step() {
+  if (config_.loss_scale.dynamic) {
+    // Step `posted + 1` since the table was written ends by writing row
+    // `applied` <= posted + 1: that row must exist.
+    if (!device_scale_.armed || device_scale_.posted + 1 >= state_.loss_scale_rows())
+      arm_loss_scale();
+    ++device_scale_.posted;
   }
-  return st.last_skipped;
+  device_scale_.posted_iteration = state_.iterations;
+  return state_.iterations;
+}
+
+void Model::end_train_step(bool failed) {
+  // The test hook fires once, at the step it names (a skipped step is
+  // retried with the same iteration): a step posted with that iteration
+  // clears it, and a graph that recorded it must never replay.
+  if (step_.update().clear_nonfinite_at(device_scale_.posted_iteration + 1))
+    step_.graphs().invalidate();
+  if (!config_.loss_scale.dynamic) {
+    if (!failed) ++state_.iterations;
+    return;
+  }
+  if (failed) {
+    // The word may have counted the step or not: read what it says if the
+    // device still answers, and write it afresh before the next step.
+    try {
+      settle_loss_scale();
+    } catch (...) {
+    }
+    device_scale_.armed = false;
+    return;
+  }
+  // The host's count until the word is read: as if no step were skipped.
+  ++state_.iterations;
+}
+
+void Model::arm_loss_scale() {
+  settle_loss_scale();
+  const int64_t rows = state_.loss_scale_rows();
+  MR_CHECK(rows > 0 && static_cast<int64_t>(scale_rows_.size()) == rows, internal,
+           "the loss scale's table is not allocated");
+  // Row k: the block of the step after k applied ones. Its loss_scale and
+  // skip are written by the device (loss_scale_math.h).
+  for (int64_t k = 0; k < rows; ++k)
+    scale_rows_[static_cast<size_t>(k)] = step_scalars(config_.optimizer, state_.iterations + k);
+  StepScalars first = scale_rows_[0];
+  first.loss_scale = loss_scale_.scale;
+  first.skip = 0.0f;
+  LossScaleWord word;
+  word.scale = loss_scale_.scale;
+  word.last_skipped = loss_scale_.last_skipped ? 1.0f : 0.0f;
+  word.step_counter = loss_scale_.step_counter;
+  for (int r = 0; r < replicas_.size(); ++r) {
+    Backend& be = replicas_.backend(r);
+    be.upload(state_.loss_scale_table(r), scale_rows_.data(),
+              scale_rows_.size() * sizeof(StepScalars));
+    be.upload(state_.loss_scale_word(r), &word, sizeof word);
+    be.upload(state_.scalars(r), &first, sizeof first);
+  }
+  device_scale_.armed = true;
+  device_scale_.at = state_.iterations;
+  device_scale_.posted = 0;
+  device_scale_.skipped_before = loss_scale_.skipped;
+}
+
+void Model::settle_loss_scale() {
+  if (!config_.loss_scale.dynamic || !device_scale_.armed || device_scale_.posted == 0) return;
+  MR_CHECK(!in_flight_, internal, "the loss scale is read while a step is in flight");
+  // A download waits (polled, with the model's deadline) for the queued
+  // steps: this is the one place the host learns which steps were skipped.
+  LossScaleWord w;
+  replicas_.backend(0).download(&w, state_.loss_scale_word(0), sizeof w);
+  MR_CHECK(w.applied >= 0 && w.skipped >= 0 && w.applied + w.skipped <= device_scale_.posted,
+           internal, "the loss scale's word counts ", w.applied, " applied and ", w.skipped,
+           " skipped steps of ", device_scale_.posted, " posted");
+  state_.iterations = device_scale_.at + w.applied;
+  loss_scale_.scale = w.scale;
+  loss_scale_.step_counter = w.step_counter;
+  loss_scale_.skipped = device_scale_.skipped_before + w.skipped;
+  loss_scale_.last_skipped = w.last_skipped != 0.0f;
 }
 
 void Model::set_loss_scale_state(float scale, int64_t step_counter) {
@@ -99,8 +165,10 @@ void Model::set_loss_scale_state(float scale, int64_t step_counter) {
            "the loss scale must be a finite number > 0, got ", scale);
   MR_CHECK(step_counter >= 0, value, "the loss scale's step_counter must be >= 0, got ",
            step_counter);
+  settle_loss_scale();
   loss_scale_.scale = scale;
   loss_scale_.step_counter = step_counter;
+  device_scale_.armed = false;  // the next step starts from the loaded state
 }
 
 }  // namespace mr

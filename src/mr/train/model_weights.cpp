@@ -51,7 +51,7 @@ HostTensor slice(const std::vector<float>& flat, const Graph::Param& p) {
 
 }  // namespace
 
-Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
+Bytes write_keras_weights(Model& model, const KerasWeightsLayout& layout,
                           const std::vector<std::pair<std::string, std::string>>& root_attrs,
                           const std::string& what) {
   const Graph& g = model.graph();

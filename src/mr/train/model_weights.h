@@ -48,7 +48,7 @@ constexpr int kNadamUProduct = -1;
 std::vector<std::pair<int, int>> keras_slot_order(const OptimizerConfig& c, int n_params,
                                                   const std::vector<char>& trainable = {});
 
-Bytes write_keras_weights(const Model& model, const KerasWeightsLayout& layout,
+Bytes write_keras_weights(Model& model, const KerasWeightsLayout& layout,
                           const std::vector<std::pair<std::string, std::string>>& root_attrs,
                           const std::string& what);
 

@@ -316,9 +316,11 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
 void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64_t iteration) {
   const int64_t global_rows = replicas_.global_rows(batch.rows);  // i16: sharded steps
   // This step's values, written once to each replica's device block; every
-  // op of the step reads them there.
-  StepScalars scalars = step_scalars(config.optimizer, iteration);
-  scalars.loss_scale = loss_scale_;  // i14-mpcore: 1 without loss scaling
+  // op of the step reads them there. Under dynamic loss scaling the step
+  // before wrote the block on the device (core/step_scalars.h), and this
+  // step writes the next one.
+  const bool dynamic = config.loss_scale.dynamic;
+  const StepScalars scalars = dynamic ? StepScalars{} : step_scalars(config.optimizer, iteration);
   set_batch_params(batch, config);
   // Eager, captured or replayed (i14-gpu, train/step_graphs.h): the same for
   // every replica.
@@ -327,27 +329,25 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   graph_key_.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
   graph_key_.loss = batch_params_;
   const StepMode mode = graphs_->decide(graph_key_, graph_eligible(config));
-  replicas_.post([this, &batch, &config, global_rows, iteration, scalars, mode](int r) {
+  replicas_.post([this, &batch, &config, global_rows, iteration, scalars, mode, dynamic](int r) {
     ScopedReplica busy(&clock_, r);  // i14-monitor
     replicas_.check_fault(r, iteration + 1);
     Replica& rep = *reps_[static_cast<size_t>(r)];
     Backend& be = replicas_.backend(r);
     // Uploads stay outside a captured graph: the step's values and its slice
     // land in the same device buffers every step, where the graph reads them.
-    be.upload(state_.scalars(r), &scalars, sizeof(scalars));
+    if (!dynamic) be.upload(state_.scalars(r), &scalars, sizeof(scalars));
     const auto [begin, count] = timed_stage(r, batch);
     Executor::Pass ps = pass(r, begin, count, global_rows, state_.scalars(r));
     ps.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
     graphs_->run(r, be, mode, [&] {
       rep.exec->forward(ps);
       // Loss = sum of per-sample losses / global batch size, so the summed
-      // gradients of all replicas equal the single-device gradient. Times
-      // the loss scale (a power of two, 1 without loss scaling: exact),
-      // which dynamic loss scaling multiplies in on the device, read from
-      // the step's block: a captured step replays with each step's scale.
-      const bool dynamic = config.loss_scale.dynamic;
-      const float scale =
-          1.0f / static_cast<float>(global_rows) * (dynamic ? 1.0f : scalars.loss_scale);
+      // gradients of all replicas equal the single-device gradient. Dynamic
+      // loss scaling then multiplies in the scale (a power of two: exact) on
+      // the device, read from the step's block: a captured step replays
+      // with each step's scale.
+      const float scale = 1.0f / static_cast<float>(global_rows);
       if (count > 0) {
         losses(r, config, count, scale);
         if (dynamic) scale_loss_gradients(r, count, &state_.scalars(r)->loss_scale);
@@ -366,6 +366,10 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
       // Accumulation, all-reduce, regularization gradients, clipping, the
       // update, constraints, EMA (train/update.h).
       update_.run(r, config.optimizer, iteration, state_.scalars(r));
+      if (dynamic)
+        be.advance_loss_scale(LossScaleAdvance{state_.scalars(r), state_.loss_scale_word(r),
+                                               state_.loss_scale_table(r), state_.loss_scale_rows(),
+                                               config.loss_scale.dynamic_growth_steps});
     });
     stage_ahead(r, &clock_);  // i14-devinput: once the step's work is queued
   });
@@ -446,11 +450,12 @@ bool Step::graph_eligible(const CompileConfig& c) const {
   if (c.optimizer.use_ema && c.optimizer.ema_overwrite_frequency > 0) return false;
   // Dynamic loss scaling captures too: the scale is read from the step's
   // block (the loss gradients' factor: scale_loss_gradients; the unscale and
-  // the updates' skip word), and the skip word is read after the step, outside
-  // the graph (Model::finish_loss_scale, which drops the graphs after a
-  // skipped step). The test hook UpdatePipeline::inject_nonfinite is a host
-  // choice made when a step records its ops: with graphs on it fires only if
-  // its step is eager or captured, so GPU tests that inject turn graphs off.
+  // the updates' skip word), and the step's last op moves the scale and
+  // writes the next step's block on the device (advance_loss_scale). The
+  // test hook UpdatePipeline::inject_nonfinite is a host choice made when a
+  // step records its ops: with graphs on it fires only if its step is eager
+  // or captured (Model::end_train_step drops the graphs after it fired), so
+  // GPU tests that inject turn graphs off.
   // i15-users: traced graphs (layers, losses, metrics) run eagerly until
   // their ops are checked under capture on a GPU.
   if (traced_->present()) return false;

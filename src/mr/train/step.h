@@ -107,12 +107,7 @@ class Step {
   // Keras regularizes and constrains trainable variables only (compile()).
   void set_trainable(const std::vector<char>& trainable);
 
-  // ---- i14-mpcore: the loss scale of the next training steps (the loss's
-  // gradient is multiplied by it; StepScalars::loss_scale holds it) ----
-  void set_loss_scale(float scale) { loss_scale_ = scale; }
-
  private:
-  float loss_scale_ = 1.0f;
   struct Replica;
   // Stages replica `rank`'s slice of `batch`; returns (begin, count).
   std::pair<int64_t, int64_t> stage(int rank, const HostBatch& batch, bool targets);

@@ -19,6 +19,18 @@ TrainingState::TrainingState(const Graph& graph, ReplicaSet& replicas)
   }
 }
 
+void TrainingState::allocate_loss_scale(int64_t rows) {
+  MR_CHECK(rows >= 0, internal, "allocate_loss_scale: rows must be >= 0");
+  for (int r = 0; r < replicas_.size(); ++r) {
+    Buffers& b = buffers_[static_cast<size_t>(r)];
+    Backend& be = replicas_.backend(r);
+    b.ls_word = rows > 0 ? be.allocate(sizeof(LossScaleWord)) : DeviceBuffer{nullptr, DeviceFree{}};
+    b.ls_table = rows > 0 ? be.allocate(static_cast<size_t>(rows) * sizeof(StepScalars))
+                          : DeviceBuffer{nullptr, DeviceFree{}};
+  }
+  loss_scale_rows_ = rows;
+}
+
 std::vector<float*> TrainingState::slots(int rank) {
   std::vector<float*> out;
   for (auto& s : buffers_[static_cast<size_t>(rank)].slots) out.push_back(f(s));

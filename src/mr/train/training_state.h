@@ -31,6 +31,17 @@ class TrainingState {
   StepScalars* scalars(int rank) {
     return static_cast<StepScalars*>(buffers_[static_cast<size_t>(rank)].scalars.get());
   }
+  // Dynamic loss scaling on the device (core/step_scalars.h): the scale's
+  // word and the table of the coming steps' blocks, `rows` of them (0 rows:
+  // released; compile()).
+  void allocate_loss_scale(int64_t rows);
+  int64_t loss_scale_rows() const { return loss_scale_rows_; }
+  LossScaleWord* loss_scale_word(int rank) {
+    return static_cast<LossScaleWord*>(buffers_[static_cast<size_t>(rank)].ls_word.get());
+  }
+  StepScalars* loss_scale_table(int rank) {
+    return static_cast<StepScalars*>(buffers_[static_cast<size_t>(rank)].ls_table.get());
+  }
   double* metric_sums(int rank) {
     return static_cast<double*>(buffers_[static_cast<size_t>(rank)].metrics.get());
   }
@@ -72,6 +83,7 @@ class TrainingState {
     std::vector<DeviceBuffer> slots;
     DeviceBuffer metrics{nullptr, DeviceFree{}};
     DeviceBuffer scalars{nullptr, DeviceFree{}};
+    DeviceBuffer ls_word{nullptr, DeviceFree{}}, ls_table{nullptr, DeviceFree{}};
   };
   static float* f(const DeviceBuffer& b) { return static_cast<float*>(b.get()); }
   std::vector<float> download(const DeviceBuffer& b, int rank, int64_t floats) const;
@@ -84,6 +96,7 @@ class TrainingState {
   std::vector<Buffers> buffers_;
   int slot_count_ = 0;
   size_t metric_doubles_ = 0;
+  int64_t loss_scale_rows_ = 0;
 };
 
 }  // namespace mr

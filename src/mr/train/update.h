@@ -77,6 +77,14 @@ class UpdatePipeline {
     inject_rank_ = rank;
     inject_step_ = step;
   }
+  // After training step `step` (1-based) was posted: clears the hook if it
+  // was set for that step; returns whether it was.
+  bool clear_nonfinite_at(int64_t step) {
+    if (inject_rank_ < 0 || inject_step_ != step) return false;
+    inject_rank_ = -1;
+    inject_step_ = 0;
+    return true;
+  }
   // ---- i14-overlap ----
   // Gradient buckets (train/grad_buckets.h): step (b) launched during
   // backward. The bucket size (Keras/TF CommunicationOptions' bytes_per_pack,

@@ -11,8 +11,8 @@ void UpdatePipeline::check_finite_and_unscale(int rank, int64_t iteration) {
   float* g = state_.grads(rank);
   StepScalars* s = state_.scalars(rank);
   // The test hook: a host choice made when the step records its ops (with
-  // CUDA graphs on, an eager or captured step; Model::finish_loss_scale drops
-  // the graphs after the skip, so a graph holding it never replays).
+  // CUDA graphs on, an eager or captured step; Model::end_train_step drops
+  // the graphs after it fired, so a graph holding it never replays).
   if (rank == inject_rank_ && iteration + 1 == inject_step_ && !ranges_.empty())
     be.fill(1, g + ranges_.front().offset, std::numeric_limits<float>::infinity());
   // The host wrote skip = 0 with the block; each replica flags its own

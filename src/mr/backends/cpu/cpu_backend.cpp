@@ -68,6 +68,7 @@ void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
 }
 
 void CpuBackend::download(void* host_dst, const void* src, size_t bytes) {
+  ++downloads_;
   if (bytes > 0) std::memcpy(host_dst, src, bytes);
 }
 

@@ -149,6 +149,7 @@ class CpuBackend : public Backend {
   // ---- i14-mpcore: mixed precision (cpu_mixed_precision.cpp) ----
   void nonfinite_flag(int64_t n, const float* x, float* flag) override;
   void unscale_gradients(int64_t n, float* g, const StepScalars* s) override;
+  void advance_loss_scale(const LossScaleAdvance& a) override;
   void cast_lowp(DType t, int64_t n, const float* src, void* dst) override;
   void gemm_lowp(DType t, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const void* a, int64_t lda, const void* b, int64_t ldb, float beta, float* c,

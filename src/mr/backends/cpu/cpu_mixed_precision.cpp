@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "backends/common/loss_scale_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/error.h"
 
@@ -106,6 +107,13 @@ void CpuBackend::unscale_gradients(int64_t n, float* g, const StepScalars* s) {
   cpu::for_range(team_, n, kGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) g[i] = g[i] / scale;
   });
+}
+
+void CpuBackend::advance_loss_scale(const LossScaleAdvance& a) {
+  MR_CHECK(a.block != nullptr && a.word != nullptr && a.table != nullptr && a.table_rows > 0 &&
+               a.growth_steps >= 1,
+           internal, "advance_loss_scale: incomplete operands");
+  loss_scale::advance(a);
 }
 
 }  // namespace mr

@@ -340,6 +340,7 @@ void CudaBackend::reserve_staging(size_t bytes) {
 }
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  ++downloads_;
   use_device(ordinal_);
   // host_dst is pageable: a copy into it returns only once the copy is done,
   // that is after everything queued before it, waiting inside the driver

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "backends/common/loss_scale_math.h"
 #include "backends/cuda/cuda_backend.h"
 #include "core/error.h"
 
@@ -31,6 +32,10 @@ __global__ void unscale_kernel(int64_t n, float* __restrict__ g,
        i += int64_t{blockDim.x} * gridDim.x)
     g[i] = g[i] / scale;
 }
+
+// One thread: a few words, queued after the step's updates (and captured
+// with them in a step's graph), read by the next step's first ops.
+__global__ void advance_loss_scale_kernel(LossScaleAdvance a) { loss_scale::advance(a); }
 
 // Round to nearest even (CUDA's _rn conversions); f16 overflows to Inf.
 __global__ void cast_bf16_kernel(int64_t n, const float* __restrict__ x,
@@ -112,6 +117,15 @@ void CudaBackend::unscale_gradients(int64_t n, float* g, const StepScalars* s) {
   use_device(ordinal_);
   unscale_kernel<<<cuda::blocks_for(n), cuda::kThreads, 0, stream_>>>(n, g, s);
   cuda::check_launch("unscale_kernel", ordinal_);
+}
+
+void CudaBackend::advance_loss_scale(const LossScaleAdvance& a) {
+  MR_CHECK(a.block != nullptr && a.word != nullptr && a.table != nullptr && a.table_rows > 0 &&
+               a.growth_steps >= 1,
+           internal, "advance_loss_scale: incomplete operands");
+  use_device(ordinal_);
+  advance_loss_scale_kernel<<<1, 1, 0, stream_>>>(a);
+  cuda::check_launch("advance_loss_scale_kernel", ordinal_);
 }
 
 }  // namespace mr
