@@ -227,6 +227,43 @@ TEST(CpuBackend, GemmRowsDoNotDependOnTheRowCount) {
     }
 }
 
+// The avx512 path's library GEMM (oneDNN, which picks its own kernels, so
+// this runs on any x86-64) computes a one-row product as two equal rows:
+// the row is the first row of that two-row product, bit for bit, for every
+// transpose pair and beta, and matches a double reference. (On AVX-512
+// machines GemmRowsDoNotDependOnTheRowCount checks it against taller products.)
+TEST(CpuBackend, LibraryGemmRunsOneRowAsTwoEqualRows) {
+  const int64_t n = 40, k = 300;  // wider than the narrow kernels' 16
+  for (int tr = 0; tr < 4; ++tr)
+    for (float beta : {0.0f, 0.5f}) {
+      const bool ta = tr & 1, tb = tr & 2;
+      const int64_t lda = ta ? 3 : k, ldb = tb ? k : n;  // A: k x 3 when transposed
+      const Vec a = random_vec(static_cast<size_t>(ta ? k * 3 : k), 90 + tr);
+      const Vec b = random_vec(static_cast<size_t>(k * n), 95 + tr);
+      Vec row = random_vec(static_cast<size_t>(n), 99);
+      const Vec c0 = row;
+      cpu::gemm_serial(CpuIsa::avx512, ta, tb, 1, n, k, 1.0f, a.data(), lda, b.data(), ldb, beta,
+                       row.data(), n);
+      Vec two(static_cast<size_t>(2 * k)), c2(static_cast<size_t>(2 * n));
+      for (int64_t p = 0; p < k; ++p)
+        two[static_cast<size_t>(p)] = two[static_cast<size_t>(k + p)] =
+            a[static_cast<size_t>(ta ? p * lda : p)];
+      for (int64_t j = 0; j < n; ++j)
+        c2[static_cast<size_t>(j)] = c2[static_cast<size_t>(n + j)] = c0[static_cast<size_t>(j)];
+      cpu::gemm_serial(CpuIsa::avx512, false, tb, 2, n, k, 1.0f, two.data(), k, b.data(), ldb, beta,
+                       c2.data(), n);
+      for (int64_t j = 0; j < n; ++j) {
+        ASSERT_EQ(std::memcmp(&row[static_cast<size_t>(j)], &c2[static_cast<size_t>(j)], 4), 0)
+            << "ta=" << ta << " tb=" << tb << " beta=" << beta << ": column " << j;
+        double ref = beta * c0[static_cast<size_t>(j)];
+        for (int64_t p = 0; p < k; ++p)
+          ref += static_cast<double>(two[static_cast<size_t>(p)]) *
+                 b[static_cast<size_t>(tb ? j * ldb + p : p * ldb + j)];
+        ASSERT_NEAR(row[static_cast<size_t>(j)], ref, 1e-4) << "column " << j;
+      }
+    }
+}
+
 TEST(CpuBackend, GemmRejectsBadShapes) {
   auto be = make_cpu_backend(0, 1);
   Vec a(4), b(4), c(4);

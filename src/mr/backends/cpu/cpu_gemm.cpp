@@ -23,6 +23,7 @@
 // small dY.
 #include <Eigen/Core>
 #include <algorithm>
+#include <vector>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_gemm_blocked.h"
@@ -112,9 +113,32 @@ void dnnl_block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 }
 #endif
 
+// Floats of the stack copy a one-row product uses (32 KiB; above it, the
+// heap: a batch of 1 through a layer of over ~4000 inputs and outputs).
+constexpr int64_t kRowCopyFloats = 8192;
+
 // The avx512 path's product of one block (oneDNN or Eigen).
 void library_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 1) {
+    // Both libraries run a one-row product as a matrix-vector product, which
+    // sums in another order than their GEMM kernels: the row would differ in
+    // the last bits from the same row inside a taller product (a batch of 1
+    // against a batch of 8, a team member's one-row block). It is computed
+    // as two equal rows instead, the GEMM kernels' arithmetic.
+    const int64_t need = 2 * (k + n);
+    alignas(64) float stack[kRowCopyFloats];
+    std::vector<float> heap;
+    if (need > kRowCopyFloats) heap.resize(static_cast<size_t>(need));
+    float* a2 = need > kRowCopyFloats ? heap.data() : stack;
+    float* c2 = a2 + 2 * k;
+    for (int64_t p = 0; p < k; ++p) a2[p] = a2[k + p] = ta ? a[p * lda] : a[p];
+    if (beta != 0.0f)
+      for (int64_t j = 0; j < n; ++j) c2[j] = c2[n + j] = c[j];
+    library_gemm(false, tb, 2, n, k, alpha, a2, k, b, ldb, beta, c2, n);
+    std::copy(c2, c2 + n, c);
+    return;
+  }
 #if MR_WITH_DNNL
   dnnl_block_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   return;
