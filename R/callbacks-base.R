@@ -29,7 +29,10 @@ CallbackBase <- R6::R6Class("Callback",
     model = NULL,
     # @field params Named list `list(verbose, epochs, steps)`, set by the
     #   training loop.
-    params = NULL
+    params = NULL,
+    # Keras' Callback.__init__ takes no arguments; here so that a subclass's
+    # initialize() can call super$initialize(), as keras3's guides do.
+    initialize = function() invisible(self)
   )
 )
 
@@ -40,6 +43,10 @@ CallbackBase <- R6::R6Class("Callback",
 #' Creates a callback class whose instances can be passed to `fit()`,
 #' `evaluate()` and `predict()` through their `callbacks` argument. Override
 #' the methods for the stages you need; every method is optional.
+#'
+#' As in keras3, `initialize()` may call `super$initialize()`, methods may
+#' add fields (`self$wait <- 0`), and a trailing comma after the last
+#' argument is allowed.
 #'
 #' Methods are R6 methods: inside them `self` is the callback instance (with
 #' fields `self$model`, the model being trained, and `self$params`, the named
@@ -133,7 +140,7 @@ Callback <- function(classname,
   methods <- methods[!vapply(methods, is.null, logical(1))]
   check_callback_fns(methods)
 
-  dots <- list(...)
+  dots <- dots_without_empty(...)
   if (length(dots) && (is.null(names(dots)) || any(!nzchar(names(dots))))) {
     cli::cli_abort("All members passed in {.arg ...} must be named.",
       class = c("mirrored_value_error", "mirrored_error")
@@ -153,10 +160,16 @@ Callback <- function(classname,
     public = members,
     private = if (length(private)) private else NULL,
     inherit = parent_class,
-    parent_env = parent_env
+    parent_env = parent_env,
+    # Methods may add fields (self$wait <- 0 in on_train_begin), as Python's do.
+    lock_objects = FALSE
   ))
   new_callback_generator(generator)
 }
+
+#' @rdname Callback
+#' @export
+new_callback_class <- Callback
 
 resolve_callback_parent <- function(inherit, call = parent.frame()) {
   if (is.null(inherit)) return(CallbackBase)

@@ -11,9 +11,15 @@
 #' in a list.
 #'
 #' Components of rank 0 and 1 come back as plain vectors, others as arrays.
+#' An element made of nested lists (`list(list(a = x1, b = x2), y)`) comes
+#' back nested the same way, with its names.
 #'
-#' @param x A dataset (for `as_array_iterator()`) or an iterator.
-#' @param it An iterator from `as_array_iterator()`.
+#' keras3's names work too: `as_iterator()` is `as_array_iterator()` (mirrored
+#' has no tensors to return), and `iterate(it, f)` applies `f` to every
+#' element of a dataset or of the rest of an iterator's pass.
+#'
+#' @param x A dataset (for `as_array_iterator()`, `as_iterator()`) or an iterator.
+#' @param it An iterator from `as_array_iterator()` (`iterate()`: or a dataset).
 #' @param completed Returned at the end of the pass (default `NULL`).
 #' @return `as_array_iterator()`: an iterator. `iter_next()`: an element or
 #'   `completed`.
@@ -21,12 +27,14 @@
 #' @examples
 #' it <- as_array_iterator(tensor_slices_dataset(list(1:3, c(TRUE, FALSE, TRUE))))
 #' while (!is.null(el <- iter_next(it))) str(el)
+#' iterate(tensor_slices_dataset(1:3), function(el) el[[1]] * 2)
 #' @export
 as_array_iterator <- function(x) {
   check_dataset(x, "x")
   state <- new.env(parent = emptyenv())
   state$ptr <- with_core(cpp_dataset_iterator(x$ptr))
   state$exhausted <- FALSE
+  state$structure <- x$structure
   structure(list(state = state), class = "mirrored_iterator")
 }
 
@@ -47,7 +55,50 @@ iter_next <- function(it, completed = NULL) {
     it$state$exhausted <- TRUE
     return(completed)
   }
-  el
+  regroup_element(el, it$state$structure)
+}
+
+# An element's flat components back in the nesting the dataset was made
+# with (list(list(a = , b = ), y) stays that, names and all).
+regroup_element <- function(el, structure) {
+  if (is.null(structure) || sum(structure$sizes) != length(el)) return(el)
+  ends <- cumsum(structure$sizes)
+  out <- lapply(seq_along(ends), function(g) {
+    part <- el[seq_len(structure$sizes[[g]]) + ends[[g]] - structure$sizes[[g]]]
+    names(part) <- structure$inner[[g]]
+    is_list <- if (is.null(structure$is_list)) TRUE else structure$is_list[[g]]
+    if (is_list) part else part[[1]]
+  })
+  names(out) <- structure$outer
+  out
+}
+
+#' @rdname as_array_iterator
+#' @export
+as_iterator <- function(x) {
+  if (inherits(x, "mirrored_iterator")) return(x)
+  as_array_iterator(x)
+}
+
+#' @rdname as_array_iterator
+#' @param f A function applied to each element (`iterate()`).
+#' @param simplify Whether `iterate()` returns a vector when every result is
+#'   a single number, string or logical (as reticulate's `iterate()`).
+#' @export
+iterate <- function(it, f = base::identity, simplify = TRUE) {
+  if (is_dataset(it)) it <- as_array_iterator(it)
+  if (!inherits(it, "mirrored_iterator")) {
+    abort_value("{.arg it} must be a dataset or an iterator from {.fn as_iterator}, not {describe(it)}.")
+  }
+  if (!is.function(f)) abort_value("{.arg f} must be a function, not {describe(f)}.")
+  check_bool(simplify, "simplify")
+  out <- list()
+  while (!is.null(el <- iter_next(it))) out[[length(out) + 1L]] <- f(el)
+  if (simplify && length(out) &&
+      all(vapply(out, function(v) is.atomic(v) && length(v) == 1L && is.null(dim(v)), logical(1))) &&
+      length(unique(vapply(out, typeof, ""))) == 1L)
+    out <- unlist(out)
+  out
 }
 
 #' @export

@@ -5,7 +5,8 @@
 # `structure`: for elements made of nested lists (list(list(a, b), y), as
 # fit() takes several inputs), how the flat components the core holds group:
 # list(sizes = components per group, inner = each group's names, outer = the
-# groups' names); NULL for flat elements. Transforms that keep components
+# groups' names, is_list = whether each group was a list, not a bare array);
+# NULL for flat elements. Transforms that keep components
 # keep it (derive_dataset()).
 new_dataset <- function(ptr, structure = NULL) {
   structure(list(ptr = ptr, structure = structure), class = "mirrored_dataset")
@@ -47,7 +48,8 @@ as_components <- function(tensors, arg = "tensors", call = sys.call(-1)) {
     }
     flat <- as_components(unname(unlist(lapply(groups, unname), recursive = FALSE)), arg, call)
     attr(flat, "structure") <- list(sizes = lengths(groups), inner = lapply(tensors, names),
-                                    outer = names(tensors))
+                                    outer = names(tensors),
+                                    is_list = vapply(tensors, is_group, logical(1)))
     return(flat)
   }
   if (length(tensors) == 0) abort_value("{.arg {arg}} must hold at least one array.", call = call)

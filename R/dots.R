@@ -39,3 +39,16 @@ closest_argument <- function(name, known) {
   if (length(prefix) == 1) return(prefix)
   NULL
 }
+
+# `...` as a list, leaving out empty arguments: keras3's guides end a call
+# with a trailing comma (`Callback("X", on_epoch_end = f, )`).
+dots_without_empty <- function(...) {
+  exprs <- eval(substitute(alist(...)))
+  out <- list()
+  for (i in seq_along(exprs)) {
+    if (identical(exprs[[i]], quote(expr = ))) next
+    out[length(out) + 1L] <- list(...elt(i))
+    names(out)[length(out)] <- names(exprs)[i] %||% ""
+  }
+  out
+}

@@ -29,6 +29,11 @@ metric_threshold <- function(thresholds, top_k, call) {
 #' - `metric_precision()` / `metric_recall()`: `TP / (TP + FP)` and
 #'   `TP / (TP + FN)` with predictions above `thresholds` positive; `top_k`
 #'   keeps only each row's `k` highest scores, `class_id` one column.
+#' - `metric_true_positives()`, `metric_false_positives()`,
+#'   `metric_true_negatives()`, `metric_false_negatives()`: the weighted count
+#'   of such elements over the epoch (every element of the output a sample,
+#'   positive when above `thresholds`, labels other than 0 true), as Keras'
+#'   `TruePositives` and the others.
 #' - `metric_f1_score()` / `metric_fbeta_score()`: per class, combined by
 #'   `average`. With `average = NULL` (Keras' default) Keras returns one score
 #'   per class; mirrored's logs are scalars, so they show one entry per
@@ -44,7 +49,7 @@ metric_threshold <- function(thresholds, top_k, call) {
 #' @param name Name of the metric in logs (Keras' default when `NULL`).
 #' @param dtype Unused (float32).
 #' @param thresholds For `metric_auc()`: not supported yet (must be `NULL`);
-#'   for precision and recall: one decision threshold (default 0.5).
+#'   for precision, recall and the counts: one decision threshold (default 0.5).
 #' @param multi_label Must be `FALSE` (labels are flattened).
 #' @param num_labels,label_weights Not supported yet (must be `NULL`).
 #' @param from_logits Whether predictions are logits (a sigmoid is applied).
@@ -99,6 +104,37 @@ precision_recall <- function(kind, class_name, dots, thresholds, top_k, class_id
   confusion_metric(kind, class_name, name %||% kind, dots, call,
                    params = list(threshold = th, top_k = top_k %||% 0, class_id = class_id %||% -1),
                    config = list(thresholds = thresholds, top_k = top_k, class_id = class_id))
+}
+
+# Keras' TruePositives, FalsePositives, TrueNegatives, FalseNegatives.
+confusion_count <- function(kind, class_name, dots, thresholds, name, call) {
+  th <- metric_threshold(thresholds, NULL, call)
+  confusion_metric(kind, class_name, name %||% kind, dots, call, params = list(threshold = th),
+                   config = list(thresholds = thresholds))
+}
+
+#' @rdname metric_auc
+#' @export
+metric_true_positives <- function(..., thresholds = NULL, name = NULL, dtype = NULL) {
+  confusion_count("true_positives", "TruePositives", list(...), thresholds, name, sys.call())
+}
+
+#' @rdname metric_auc
+#' @export
+metric_false_positives <- function(..., thresholds = NULL, name = NULL, dtype = NULL) {
+  confusion_count("false_positives", "FalsePositives", list(...), thresholds, name, sys.call())
+}
+
+#' @rdname metric_auc
+#' @export
+metric_true_negatives <- function(..., thresholds = NULL, name = NULL, dtype = NULL) {
+  confusion_count("true_negatives", "TrueNegatives", list(...), thresholds, name, sys.call())
+}
+
+#' @rdname metric_auc
+#' @export
+metric_false_negatives <- function(..., thresholds = NULL, name = NULL, dtype = NULL) {
+  confusion_count("false_negatives", "FalseNegatives", list(...), thresholds, name, sys.call())
 }
 
 #' @rdname metric_auc

@@ -205,6 +205,8 @@ metric_sparse_categorical_crossentropy <- function(y_true, y_pred, from_logits =
 # each logs under the string and is saved as it.
 metric_strings <- function() {
   list(AUC = metric_auc, Precision = metric_precision, Recall = metric_recall,
+       TruePositives = metric_true_positives, FalsePositives = metric_false_positives,
+       TrueNegatives = metric_true_negatives, FalseNegatives = metric_false_negatives,
        MeanSquaredError = metric_mean_squared_error, RootMeanSquaredError = metric_root_mean_squared_error,
        MeanAbsolutePercentageError = metric_mean_absolute_percentage_error,
        TopKCategoricalAccuracy = metric_top_k_categorical_accuracy,

@@ -201,6 +201,22 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       }
       invisible(self)
     },
+    # Keras' Sequential.pop(): the last layer goes; the others keep their
+    # weights. The graph is rebuilt at once whatever `rebuild` says (Keras
+    # rebuilds at the next use with rebuild = FALSE: no difference seen).
+    pop = function(rebuild = TRUE) {
+      check_bool(rebuild, "rebuild")
+      if (!length(private$.layers)) abort_value("Model {.val {self$name}} has no layers to remove.")
+      old <- if (self$is_built()) self$get_weights() else NULL
+      private$.layers <- utils::head(private$.layers, -1)
+      private$rebuild_graph()
+      private$.ptr <- NULL
+      if (!is.null(old) && self$is_built()) {
+        w <- self$get_weights()
+        self$set_weights(old[seq_along(w)])
+      }
+      invisible(self)
+    },
     # Fixes the input shape (from data) if none was given.
     build = function(input_shape) {
       if (is.null(private$.input_shape)) {

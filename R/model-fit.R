@@ -33,7 +33,9 @@
 #' @param validation_data `list(x_val, y_val)`, `list(x_val, y_val,
 #'   val_sample_weight)` or a dataset, evaluated after each epoch (wins over
 #'   `validation_split`).
-#' @param shuffle Whether to shuffle the training samples each epoch.
+#' @param shuffle Whether to shuffle the training samples each epoch:
+#'   `TRUE`, `FALSE`, or `"batch"` (Keras' option: batches of consecutive
+#'   samples, in order, each one's samples shuffled among themselves).
 #' @param class_weight Weights of the classes, applied to the training loss
 #'   (not to validation): a named list (or named numeric vector) mapping
 #'   0-based class indices to weights, e.g. `list("0" = 1, "1" = 5)`; an
@@ -117,7 +119,7 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
   epochs <- check_int(epochs, "epochs", min = 0)
   initial_epoch <- check_int(initial_epoch, "initial_epoch", min = 1)
   validation_split <- check_num(validation_split, "validation_split", min = 0, max = 1, max_open = TRUE)
-  check_bool(shuffle, "shuffle")
+  shuffle <- check_shuffle(shuffle)
   steps_per_epoch <- check_int(steps_per_epoch, "steps_per_epoch", min = 1, null_ok = TRUE)
   validation_steps <- check_int(validation_steps, "validation_steps", min = 1, null_ok = TRUE)
   validation_batch_size <- check_int(validation_batch_size %||% batch_size, "validation_batch_size", min = 1)
@@ -332,7 +334,7 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
     class_weight_source(model, array_source(d$parts, d$labels, batch_size, shuffle = shuffle, seed = seed),
                         table, "x", call = call)
   }
-  seed <- if (shuffle) draw_seed() else 0
+  seed <- if (!isFALSE(shuffle)) draw_seed() else 0
   list(source = remake(seed), steps = steps_per_epoch %||% ceiling(n / batch_size), seed = seed,
        remake = remake, held_out = held_out)
 }
@@ -580,4 +582,11 @@ check_dataset_structure <- function(model, st, n_in, n_out, arg, targets, call) 
   check_names(st$inner[[1]], model_input_names(model), "inputs")
   if (length(sizes) >= 2) check_names(st$inner[[2]], model_output_names(model), "outputs")
   invisible()
+}
+
+# fit()'s shuffle: TRUE, FALSE or "batch" (any case, as Keras lowers it).
+check_shuffle <- function(x, call = sys.call(-1)) {
+  if (is.character(x) && length(x) == 1 && !is.na(x) && tolower(x) == "batch") return("batch")
+  if (is.logical(x) && length(x) == 1 && !is.na(x)) return(x)
+  abort_value("{.arg shuffle} must be TRUE, FALSE or \"batch\", not {describe(x)}.", call = call)
 }

@@ -105,6 +105,8 @@ resolve_verbose <- function(verbose, call = sys.call(-1)) {
     if (identical(Sys.getenv("TESTTHAT"), "true")) return(0L)
     return(1L)
   }
+  # keras3 takes TRUE / FALSE as 1 / 0.
+  if (is.logical(verbose) && length(verbose) == 1 && !is.na(verbose)) return(as.integer(verbose))
   check_int(verbose, "verbose", min = 0, max = 2, call = call)
 }
 
@@ -130,8 +132,12 @@ sample_shape <- function(x) dim(x)[-1]
 
 # A batch source over R arrays (converted once to row-major float32); the
 # shuffle order of each epoch is keyed by a seed drawn from R's generator.
-array_source <- function(parts, names, batch_size, shuffle = FALSE, seed = if (shuffle) draw_seed() else 0) {
-  with_core(cpp_array_source(parts, names, batch_size, shuffle, seed))
+# `shuffle`: FALSE, TRUE (all rows) or "batch" (rows within each batch, as
+# Keras' shuffle = "batch").
+array_source <- function(parts, names, batch_size, shuffle = FALSE,
+                         seed = if (!isFALSE(shuffle)) draw_seed() else 0) {
+  mode <- if (identical(shuffle, "batch")) "batch" else if (isTRUE(shuffle)) "rows" else "none"
+  with_core(cpp_array_source(parts, names, batch_size, mode, seed))
 }
 
 # The first n rows of an array (or rows from..to), keeping its other dims.

@@ -174,6 +174,33 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   as_model_function(model)
 }
 
+#' Remove the last layer of a sequential model
+#'
+#' keras3's `pop_layer()`: the sequential model loses its last layer; the
+#' other layers keep their weights. Compile the model again before training
+#' it (its outputs changed).
+#'
+#' @param object A sequential model.
+#' @param rebuild Keras rebuilds the model's graph now (`TRUE`) or at its
+#'   next use (`FALSE`); mirrored always rebuilds it now, which no later call
+#'   can tell apart.
+#' @returns The model, invisibly (modified in place).
+#' @family model functions
+#' @examples
+#' model <- keras_model_sequential(input_shape = 4) |>
+#'   layer_dense(units = 8) |> layer_dense(units = 2)
+#' pop_layer(model)
+#' length(model$layers)
+#' @export
+pop_layer <- function(object, rebuild = TRUE) {
+  m <- model_object(object)
+  if (!inherits(m, "mirrored_sequential")) {
+    abort_value("{.arg object} must be a sequential model (see {.fn keras_model_sequential}), not {describe(object)}.")
+  }
+  m$pop(rebuild)
+  invisible(object)
+}
+
 # For each node of a graph: -1, or the 0-based index of the earlier node
 # whose layer it calls again (a shared layer; the first call owns it).
 graph_shares <- function(g) {

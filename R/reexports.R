@@ -31,3 +31,7 @@ evaluate <- function(object, ...) UseMethod("evaluate")
 #' @importFrom magrittr %>%
 #' @export
 magrittr::`%>%`
+
+#' @importFrom magrittr %<>%
+#' @export
+magrittr::`%<>%`

@@ -29,7 +29,7 @@ to_snake_case <- function(name) {
 # a custom class (a Layer() class, whose graph mirrored keeps under
 # "mirrored_graph") as Keras writes an unregistered custom class, with no
 # module and its class name as registered name (custom_objects finds it).
-layer_identity <- function(layer) {
+layer_keras_identity <- function(layer) {
   custom <- !is.null(layer$config$mirrored_graph) && layer$class_name != "Lambda"
   list(module = if (custom) NULL else "keras.layers", class_name = layer$class_name,
        registered_name = if (custom) layer$class_name else NULL)
@@ -41,7 +41,7 @@ layer_identity <- function(layer) {
 # model, which of its calls produced the tensor, and which of that call's
 # outputs it is).
 layer_entry <- function(layer, input_shape, functional, calls = NULL) {
-  e <- layer_identity(layer)
+  e <- layer_keras_identity(layer)
   e$config <- layer$config
   e <- e[c("module", "class_name", "config", "registered_name")]
   if (layer$class_name != "InputLayer") {
@@ -135,7 +135,7 @@ model_inner_config <- function(model) {
     if (is.null(g)) {
       cfg$layers <- lapply(model$layers, function(l) {
         if (inherits(l, "mirrored_model")) return(nested_model_entry(l, FALSE))
-        e <- layer_identity(l)
+        e <- layer_keras_identity(l)
         list(module = e$module, class_name = e$class_name, config = l$config, registered_name = e$registered_name)
       })
       return(cfg)

@@ -387,12 +387,15 @@ check_model_arg <- function(model, call = sys.call(-1)) {
   if (!inherits(model, "mirrored_model")) abort_value("{.arg model} must be a model, not {describe(model)}.", call = call)
 }
 
+# The argument's objects, then the registry's (R/saving-custom-objects.R)
+# under names the argument does not use.
 check_custom_objects <- function(x, call = sys.call(-1)) {
-  if (is.null(x)) return(list())
+  registry <- custom_objects_registry()
+  if (is.null(x)) return(registry)
   ok <- is.list(x) && length(x) > 0 && !is.null(names(x)) && all(nzchar(names(x))) &&
     all(vapply(x, function(o) is.function(o) || inherits(o, "mirrored_metric"), logical(1)))
   if (!ok) abort_value("{.arg custom_objects} must be a named list of functions (or custom metrics), not {describe(x)}.", call = call)
-  x
+  c(x, registry[setdiff(names(registry), names(x))])
 }
 
 #' Save and load model weights
@@ -536,4 +539,60 @@ from_config <- function(config, custom_objects = NULL) {
   what <- "config"
   if (cls %in% c("Functional", "Sequential", "Model")) return(model_from_keras(cls, config, custom_objects, what))
   as_layer_function(layer_from_keras(list(class_name = cls, config = config), custom_objects, what))
+}
+
+#' Save and load a model's configuration
+#'
+#' keras3's `save_model_config()` writes the model's Keras config (what
+#' `config.json` of a `.keras` file holds: the layers and how they connect,
+#' no weights) as JSON; `load_model_config()` builds a new model from such a
+#' file, with fresh weights. Custom classes are found in `custom_objects`,
+#' then in the registry ([set_custom_objects()]).
+#'
+#' @param model A model.
+#' @param filepath A `.json` file path; `NULL` returns the JSON text instead.
+#' @param overwrite Whether to replace an existing file (otherwise an error,
+#'   or a question in an interactive session). The file is written
+#'   atomically: an existing file is never left half-written.
+#' @param custom_objects Named list of custom objects (see [load_model()]).
+#' @returns `save_model_config()`: the model, invisibly (the JSON text when
+#'   `filepath` is `NULL`). `load_model_config()`: a new model.
+#' @family saving functions
+#' @examples
+#' model <- keras_model_sequential(input_shape = 4) |> layer_dense(units = 2)
+#' path <- tempfile(fileext = ".json")
+#' save_model_config(model, path)
+#' model2 <- load_model_config(path)
+#' @export
+save_model_config <- function(model, filepath = NULL, overwrite = FALSE) {
+  model <- model_object(model)
+  check_model_arg(model)
+  check_bool(overwrite, "overwrite")
+  bytes <- json_bytes(model_keras_config(model))
+  if (is.null(filepath)) {
+    text <- rawToChar(bytes)
+    Encoding(text) <- "UTF-8"
+    return(text)
+  }
+  filepath <- path.expand(check_string(filepath, "filepath"))
+  check_overwrite(filepath, overwrite)
+  write_atomic(filepath, bytes)
+  invisible(model)
+}
+
+#' @rdname save_model_config
+#' @export
+load_model_config <- function(filepath, custom_objects = NULL) {
+  filepath <- path.expand(check_string(filepath, "filepath"))
+  if (!file.exists(filepath) || dir.exists(filepath)) {
+    abort_kind("io", "{.file {filepath}} is not a file.")
+  }
+  config <- parse_json_bytes(read_bytes(filepath), filepath)
+  if (!is.list(config) || !is.character(config$class_name) || !is.list(config$config)) {
+    abort_kind("io", "{.file {filepath}} does not hold a Keras model config (no {.field class_name} and {.field config}).")
+  }
+  if (!config$class_name %in% c("Functional", "Sequential", "Model")) {
+    abort_kind("io", "{.file {filepath}} holds the config of a {.cls {config$class_name}}, not of a model.")
+  }
+  from_config(config[c("class_name", "config")], custom_objects)
 }

@@ -1089,7 +1089,7 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_array_source
-SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle, double seed);
+SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, std::string shuffle, double seed);
 RcppExport SEXP _mirrored_cpp_array_source(SEXP partsSEXP, SEXP whatSEXP, SEXP batch_sizeSEXP, SEXP shuffleSEXP, SEXP seedSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
@@ -1097,7 +1097,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::List >::type parts(partsSEXP);
     Rcpp::traits::input_parameter< Rcpp::CharacterVector >::type what(whatSEXP);
     Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
-    Rcpp::traits::input_parameter< bool >::type shuffle(shuffleSEXP);
+    Rcpp::traits::input_parameter< std::string >::type shuffle(shuffleSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     rcpp_result_gen = Rcpp::wrap(cpp_array_source(parts, what, batch_size, shuffle, seed));
     return rcpp_result_gen;

@@ -92,10 +92,11 @@ mr::BatchSource& source_of(SEXP source) {
 }  // namespace
 
 // Converts R arrays (samples along the first dimension) once into row-major
-// float32 held by the core, batched (and shuffled each epoch when asked).
+// float32 held by the core, batched (and shuffled each epoch when asked:
+// shuffle "none", "rows" or "batch", Keras' shuffle = "batch").
 // [[Rcpp::export]]
-SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size, bool shuffle,
-                      double seed) {
+SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch_size,
+                      std::string shuffle, double seed) {
   return guarded([&]() -> SEXP {
     auto data = std::make_shared<mr::ArrayData>();
     for (R_xlen_t k = 0; k < parts.size(); ++k) {
@@ -109,9 +110,10 @@ SEXP cpp_array_source(Rcpp::List parts, Rcpp::CharacterVector what, double batch
       data->widths.push_back(rows == 0 ? 0 : static_cast<int64_t>(Rf_xlength(x)) / rows);
       data->parts.push_back(mr_glue::to_row_major(x, name));
     }
-    auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(
-        std::make_shared<mr::ArraySource>(std::move(data), static_cast<int64_t>(batch_size),
-                                          shuffle, static_cast<uint64_t>(seed)));
+    auto source =
+        std::make_unique<std::shared_ptr<mr::BatchSource>>(std::make_shared<mr::ArraySource>(
+            std::move(data), static_cast<int64_t>(batch_size), shuffle != "none",
+            static_cast<uint64_t>(seed), shuffle == "batch"));
     return SourcePtr(source.release(), true);
   });
 }

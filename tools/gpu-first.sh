@@ -93,10 +93,16 @@ gf_prepare() {
   export MR_NVLIBS
 }
 
+# The header's first line is written before anything that takes time (the
+# pack's check or unpacking, the library search), so that a kill in the
+# first seconds still leaves a summary; the pack's lines follow.
 gf_header() {
   local what=$1
-  gf_note "$what $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(cat /proc/sys/kernel/hostname 2>/dev/null); $GF_UNPACK; budget ${GF_BUDGET}s"
-  gf_note "pack: $(sed -n 1p "$G/commit.txt" 2>/dev/null); $(sed -n 2p "$G/commit.txt" 2>/dev/null | cut -c1-100)"
+  gf_note "$what $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(cat /proc/sys/kernel/hostname 2>/dev/null); budget ${GF_BUDGET}s"
+}
+
+gf_header_pack() {
+  gf_note "pack: $GF_UNPACK; $(sed -n 1p "$G/commit.txt" 2>/dev/null); $(sed -n 2p "$G/commit.txt" 2>/dev/null | cut -c1-100)"
   gf_note "pack: $(sed -n '3,4p' "$G/commit.txt" 2>/dev/null | paste -sd'\t' | sed 's/\t/; /g')"
 }
 
@@ -462,8 +468,9 @@ gf_begin() {
   rm -f "$OUT/summary.txt" "$OUT/tests.tsv"
   for f in "$@"; do rm -f "${OUT:?}/$f"; done
   rm -rf "$GF_STATE"
-  gf_prepare || exit 1
   gf_header "$name"
+  gf_prepare || exit 1
+  gf_header_pack
 }
 
 # ---- main ------------------------------------------------------------------

@@ -223,10 +223,13 @@ say "3. at most 8 files, names the device tool brings back"
 # Run 2 is run 1 again (the same planted hang) but finds the pack unpacked: its
 # length is run 1's without the unpack, and the kill falls inside it.
 done1=$(sed -n 's/^done at +\([0-9]*\)s.*/\1/p' "$s1")
-unpack1=$(sed -n '1s/.*unpacked in \([0-9]*\) s.*/\1/p' "$s1")
+unpack1=$(sed -n 's/^pack: unpacked in \([0-9]*\) s.*/\1/p' "$s1" | head -1)
 d2=$((done1 - ${unpack1:-0}))
-[ "$d2" -ge 3 ] || d2=3
-kill_at=${MR_REHEARSE_KILL_AT:-$((1 + RANDOM % (d2 - 1)))}
+[ "$d2" -ge 4 ] || d2=4
+# From 2 s on: the namespace's own set-up (mounts, the checks that CUDA and
+# R are hidden) comes before gpu-first.sh, whose first act is the summary's
+# first line.
+kill_at=${MR_REHEARSE_KILL_AT:-$((2 + RANDOM % (d2 - 2)))}
 out2=$W/out2
 mkdir -p "$out2"
 say "run 2: gpu-first.sh killed with SIGKILL (the whole namespace) at $kill_at s (run 1 without its unpack: ~$d2 s)"

@@ -371,3 +371,26 @@ test_that("reduce_lr warns on a missing monitor and validates arguments", {
   expect_error(callback_reduce_lr_on_plateau(min_lr = -1), class = "mirrored_value_error")
   expect_error(callback_reduce_lr_on_plateau(mode = "up"), class = "mirrored_value_error")
 })
+
+test_that("Callback() takes keras3 guides' forms: super$initialize(), new fields, a trailing comma", {
+  Stopper <- new_callback_class("Stopper",
+    initialize = function(patience = 0) {
+      super$initialize()
+      self$patience <- patience
+    },
+    on_train_begin = function(logs = NULL) {
+      self$wait <- 0
+      self$best <- Inf
+    },
+    on_epoch_end = function(epoch, logs = NULL) {
+      self$wait <- self$wait + 1
+    },
+  )
+  cb <- Stopper(patience = 2)
+  expect_identical(cb$patience, 2)
+  model <- keras_model_sequential(input_shape = 2) |> layer_dense(1)
+  model |> compile(optimizer = "sgd", loss = "mse")
+  fit(model, matrix(runif(8), 4), runif(4), epochs = 3, verbose = 0, callbacks = list(cb))
+  expect_identical(cb$wait, 3)
+  expect_identical(cb$best, Inf)
+})

@@ -192,3 +192,54 @@ test_that("metrics and weighted_metrics are saved in compile_config as Keras 3 w
   expect_named(evaluate(back, x, y, verbose = 0),
                c("loss", "auc", "recall", "mean_io_u", "weighted_auc", "fbeta_score"))
 })
+
+test_that("true/false positives/negatives count elements as Keras 3 (plain R reference)", {
+  set.seed(11)
+  x <- matrix(runif(60), 20)
+  y <- matrix(rbinom(40, 1, 0.5), 20)
+  y[1, 1] <- 2  # a label other than 0 is true (Keras casts y_true to bool)
+  w <- runif(20)
+  model <- keras_model_sequential(input_shape = 3) |> layer_dense(2, activation = "sigmoid")
+  counts <- list(metric_true_positives(), metric_false_positives(thresholds = 0.3),
+                 metric_true_negatives(name = "tn"), metric_false_negatives())
+  model |> compile(loss = "binary_crossentropy", metrics = counts, weighted_metrics = list(
+    metric_true_positives(name = "wtp"), metric_false_negatives(name = "wfn")))
+  ev <- evaluate(model, x, y, sample_weight = w, batch_size = 7, verbose = 0)
+  p <- predict(model, x, verbose = 0)
+  lab <- y != 0
+  expect_equal(ev$true_positives, sum(p > 0.5 & lab))
+  expect_equal(ev$false_positives, sum(p > 0.3 & !lab))
+  expect_equal(ev$tn, sum(p <= 0.5 & !lab))
+  expect_equal(ev$false_negatives, sum(p <= 0.5 & lab))
+  expect_equal(ev$wtp, sum(w * rowSums(p > 0.5 & lab)), tolerance = 1e-6)
+  expect_equal(ev$wfn, sum(w * rowSums(p <= 0.5 & lab)), tolerance = 1e-6)
+  # Keras' class names as strings, and the config Keras saves.
+  model |> compile(loss = "binary_crossentropy", metrics = list("TruePositives"))
+  expect_named(evaluate(model, x, y, verbose = 0), c("loss", "TruePositives"))
+  expect_error(metric_true_positives(thresholds = c(0.2, 0.5)), class = "mirrored_not_yet_error")
+  expect_error(metric_false_negatives(thresholds = 2), class = "mirrored_value_error")
+})
+
+test_that("metric_mean() and metric_sum() track weighted values as Keras' Mean and Sum", {
+  m <- metric_mean(name = "loss")
+  expect_identical(m$name, "loss")
+  expect_equal(m$result(), 0)  # divide_no_nan before any value
+  m$update_state(c(1, 2, 3))
+  m$update_state(10, sample_weight = 2)
+  expect_equal(m$result(), (1 + 2 + 3 + 20) / 5)
+  # One weight per sample of a matrix: each row's mean, weighted.
+  m$reset_state()
+  m$update_state(matrix(c(1, 2, 3, 5), 2), sample_weight = c(1, 3))
+  expect_equal(m$result(), (1 * mean(c(1, 3)) + 3 * mean(c(2, 5))) / 4)
+  expect_identical(reset_state(m), m)
+  expect_equal(m$result(), 0)
+  s <- metric_sum()
+  s$update_state(c(1, 2))
+  s$update_state(c(4, 5), sample_weight = c(0.5, 2))
+  expect_equal(s$result(), 3 + 2 + 10)
+  expect_output(print(s), "Sum metric 'sum': 15")
+  expect_error(m$update_state("a"), class = "mirrored_value_error")
+  expect_error(m$update_state(1:3, sample_weight = 1:2), class = "mirrored_value_error")
+  expect_error(metric_mean(3), class = "mirrored_value_error")
+  expect_error(reset_state(1), class = "mirrored_not_yet_error")
+})

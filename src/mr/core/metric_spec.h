@@ -37,7 +37,13 @@ enum class MetricKind {
   // ---- i15-users: a traced function's per-sample values (Keras'
   // MeanMetricWrapper): state (sum of w * value, sum of w), filled by
   // Backend::traced_reduce, never by Backend::metric ----
-  mean_metric_wrapper
+  mean_metric_wrapper,
+  // ---- Keras' TruePositives, FalsePositives, TrueNegatives and
+  // FalseNegatives: weighted counts over every element (state: 1) ----
+  true_positives,
+  false_positives,
+  true_negatives,
+  false_negatives
 };
 
 enum class AucCurve { roc, pr };
@@ -81,6 +87,11 @@ inline int64_t metric_state_size(const MetricSpec& m, int64_t cols) {
       return 4 * cols;
     case MetricKind::mean_iou:
       return int64_t{m.num_classes} * m.num_classes;
+    case MetricKind::true_positives:
+    case MetricKind::false_positives:
+    case MetricKind::true_negatives:
+    case MetricKind::false_negatives:
+      return 1;
     default:
       return 2;
   }

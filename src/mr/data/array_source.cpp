@@ -1,5 +1,6 @@
 #include "data/array_source.h"
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -21,8 +22,12 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, int64_t epoch) {
 }
 
 ArraySource::ArraySource(std::shared_ptr<const ArrayData> data, int64_t batch_size, bool shuffle,
-                         uint64_t seed)
-    : data_(std::move(data)), batch_size_(batch_size), shuffle_(shuffle), seed_(seed) {
+                         uint64_t seed, bool within_batches)
+    : data_(std::move(data)),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      within_batches_(within_batches) {
   MR_CHECK(data_ != nullptr, internal, "no data");
   MR_CHECK(batch_size_ > 0, value, "batch_size must be a positive integer, got ", batch_size_);
   for (size_t k = 0; k < data_->parts.size(); ++k)
@@ -33,11 +38,20 @@ ArraySource::ArraySource(std::shared_ptr<const ArrayData> data, int64_t batch_si
 
 void ArraySource::reset(int64_t epoch) {
   pos_ = 0;
-  if (shuffle_) {
+  if (shuffle_ && !within_batches_) {
     order_ = shuffled_order(data_->rows, seed_, epoch);
-  } else {
-    order_.resize(static_cast<size_t>(data_->rows));
-    std::iota(order_.begin(), order_.end(), 0);
+    return;
+  }
+  order_.resize(static_cast<size_t>(data_->rows));
+  std::iota(order_.begin(), order_.end(), 0);
+  if (!shuffle_) return;
+  // Each batch's rows permuted among themselves, by a permutation keyed by
+  // (seed, epoch, batch).
+  for (int64_t start = 0, b = 0; start < data_->rows; start += batch_size_, ++b) {
+    const int64_t n = std::min(batch_size_, data_->rows - start);
+    const std::vector<int64_t> perm = shuffled_order(n, seed_ + static_cast<uint64_t>(b), epoch);
+    for (int64_t i = 0; i < n; ++i)
+      order_[static_cast<size_t>(start + i)] = start + perm[static_cast<size_t>(i)];
   }
 }
 

@@ -1,5 +1,7 @@
 // Batches drawn from in-memory row-major arrays, optionally shuffled once per
-// epoch with a permutation keyed by (seed, epoch).
+// epoch with a permutation keyed by (seed, epoch): of all rows, or (Keras'
+// shuffle = "batch") of the rows inside each batch, the batches themselves
+// staying contiguous and in order.
 #pragma once
 
 #include <memory>
@@ -18,7 +20,7 @@ struct ArrayData {
 class ArraySource final : public BatchSource {
  public:
   ArraySource(std::shared_ptr<const ArrayData> data, int64_t batch_size, bool shuffle,
-              uint64_t seed);
+              uint64_t seed, bool within_batches = false);
   void reset(int64_t epoch) override;
   bool next(HostBatch& batch) override;
   int64_t batches() const override;
@@ -35,6 +37,7 @@ class ArraySource final : public BatchSource {
   int64_t batch_size_;
   bool shuffle_;
   uint64_t seed_;
+  bool within_batches_;
   std::vector<int64_t> order_;
   int64_t pos_ = 0;
   int flip_ = 0;

@@ -122,6 +122,10 @@ MetricKind metric_kind(const std::string& name) {
       {"recall", MetricKind::recall},
       {"fbeta_score", MetricKind::fbeta_score},
       {"mean_iou", MetricKind::mean_iou},
+      {"true_positives", MetricKind::true_positives},
+      {"false_positives", MetricKind::false_positives},
+      {"true_negatives", MetricKind::true_negatives},
+      {"false_negatives", MetricKind::false_negatives},
   };
   for (const auto& k : kinds)
     if (name == k.name) return k.kind;
@@ -174,6 +178,12 @@ void metric_finalize(const MetricSpec& m, int64_t cols, const double* s, double*
       return;
     case MetricKind::mean_iou:
       out[0] = mean_iou_result(m, s);
+      return;
+    case MetricKind::true_positives:
+    case MetricKind::false_positives:
+    case MetricKind::true_negatives:
+    case MetricKind::false_negatives:
+      out[0] = s[0];  // Keras' result(): the count itself
       return;
     case MetricKind::root_mean_squared_error:
       out[0] = std::sqrt(div0(s[0], s[1]));

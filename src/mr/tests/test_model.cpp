@@ -11,8 +11,8 @@
 #include "core/error.h"
 #include "data/array_source.h"
 #include "dist/batch_split.h"
-#include "train/loop.h"
 #include "tests/graphs.h"
+#include "train/loop.h"
 #include "train/model.h"
 
 namespace mr {
@@ -263,6 +263,41 @@ TEST(Data, ShuffleIsASeededPermutation) {
   std::vector<int64_t> sorted = a;
   std::sort(sorted.begin(), sorted.end());
   for (int64_t i = 0; i < 1000; ++i) EXPECT_EQ(sorted[static_cast<size_t>(i)], i);
+}
+
+// Keras' shuffle = "batch": batch b holds rows b*size .. b*size + size - 1
+// (the last batch the rest), each batch's rows permuted among themselves,
+// differently in each epoch and batch.
+TEST(Data, ShuffleWithinBatchesKeepsEachBatchsRows) {
+  auto data = std::make_shared<ArrayData>();
+  data->rows = 23;
+  data->widths = {1};
+  data->parts.emplace_back();
+  for (int64_t i = 0; i < data->rows; ++i) data->parts[0].push_back(static_cast<float>(i));
+  ArraySource src(data, 8, true, 5, true);
+  std::vector<std::vector<float>> epochs;
+  for (int64_t epoch = 0; epoch < 2; ++epoch) {
+    src.reset(epoch);
+    std::vector<float> seen;
+    HostBatch b;
+    int64_t batch = 0;
+    bool any_moved = false;
+    while (src.next(b)) {
+      std::vector<float> rows(b.parts[0].data, b.parts[0].data + b.rows);
+      for (float v : rows) seen.push_back(v);
+      std::vector<float> sorted = rows;
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t i = 0; i < b.rows; ++i)
+        EXPECT_EQ(sorted[static_cast<size_t>(i)], static_cast<float>(batch * 8 + i))
+            << "epoch " << epoch << " batch " << batch;
+      any_moved = any_moved || rows != sorted;
+      ++batch;
+    }
+    EXPECT_EQ(batch, 3);
+    EXPECT_TRUE(any_moved) << "no batch was shuffled in epoch " << epoch;
+    epochs.push_back(seen);
+  }
+  EXPECT_NE(epochs[0], epochs[1]);
 }
 
 }  // namespace

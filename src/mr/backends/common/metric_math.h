@@ -19,6 +19,9 @@
 //   with top_k, elements outside the row's top k (ties: the lower index wins,
 //   as tf.math.top_k) score -1e10; predicted positive when the score exceeds
 //   the threshold; label (t != 0). Elements: TP, FP, FN.
+// - true/false positives/negatives: every element of the row, predicted
+//   positive when p > threshold, label (t != 0) (Keras casts y_true to bool);
+//   one element, the count of its kind.
 // - fbeta_score: by class c, predicted positive when p_c > threshold, or with
 //   no threshold (NaN) when p_c is the row's maximum and |p_c| > 1e-9; blocks
 //   of cols: TP = pp t, FP = pp (1 - t), FN = (1 - pp) t, and t.
@@ -228,6 +231,21 @@ MR_HD double term(const MetricSpec& m, int64_t j, int64_t r, int64_t cols, const
         const float v = m.top_k > 0 && !in_top_k_filter(p, cols, c, m.top_k) ? kNegInf : p[c];
         const bool pos = v > m.threshold, label = t[c] != 0.0f;
         s += (j == 0 ? (label && pos) : j == 1 ? (!label && pos) : (label && !pos)) ? 1.0 : 0.0;
+      }
+      return s;
+    }
+    case MetricKind::true_positives:
+    case MetricKind::false_positives:
+    case MetricKind::true_negatives:
+    case MetricKind::false_negatives: {
+      const bool want_pos =
+          m.kind == MetricKind::true_positives || m.kind == MetricKind::false_positives;
+      const bool want_label =
+          m.kind == MetricKind::true_positives || m.kind == MetricKind::false_negatives;
+      double s = 0.0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const bool pos = p[c] > m.threshold, label = t[c] != 0.0f;
+        s += pos == want_pos && label == want_label ? 1.0 : 0.0;
       }
       return s;
     }
