@@ -513,7 +513,6 @@ op_zeros_like | x, dtype = NULL | surface
 optimizer_adafactor | learning_rate = 0.001, beta_2_decay = -0.8, epsilon_1 = 1e-30, epsilon_2 = 0.001, clip_threshold = 1, relative_step = TRUE, weight_decay = NULL, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, name = "adafactor", ..., loss_scale_factor = NULL, gradient_accumulation_steps = NULL | later
 optimizer_muon | learning_rate = 0.001, adam_beta_1 = 0.9, adam_beta_2 = 0.999, epsilon = 1e-07, weight_decay = 0.1, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, loss_scale_factor = NULL, gradient_accumulation_steps = NULL, name = "muon", exclude_layers = NULL, exclude_embeddings = TRUE, muon_a = 3.4445, muon_b = -4.775, muon_c = 2.0315, adam_lr_ratio = 0.1, momentum = 0.95, ns_steps = 6L, nesterov = TRUE, ... | later
 pad_sequences | sequences, maxlen = NULL, dtype = "int32", padding = "pre", truncating = "pre", value = 0 | text
-predict_on_batch | object, x | surface
 py_help | ... | python
 py_require | ... | python
 py_to_r | ... | python
@@ -539,11 +538,9 @@ set_state_tree | object, state_tree | later
 set_vocabulary | object, vocabulary, idf_weights = NULL, ... | text
 split_dataset | dataset, left_size = NULL, right_size = NULL, shuffle = FALSE, seed = NULL | later
 tensorboard | ... | monitoring
-test_on_batch | object, x, y = NULL, sample_weight = NULL, ... | surface
 text_dataset_from_directory | directory, labels = "inferred", label_mode = "int", class_names = NULL, batch_size = 32L, max_length = NULL, shuffle = TRUE, seed = NULL, validation_split = NULL, subset = NULL, follow_links = FALSE, verbose = TRUE | text
 time_distributed | object, layer, ... | recurrent
 timeseries_dataset_from_array | data, targets, sequence_length, sequence_stride = 1L, sampling_rate = 1L, batch_size = 128L, shuffle = FALSE, seed = NULL, start_index = NULL, end_index = NULL | images
-train_on_batch | object, x, y = NULL, sample_weight = NULL, class_weight = NULL | surface
 tuple | ... | python
 use_backend | backend, gpu = NA | python
 use_python | ... | python

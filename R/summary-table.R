@@ -33,6 +33,10 @@
 #' @param line_length Table width; default as Keras (88, or 108 with
 #'   "Connected to", at most the terminal width - 4; 80 columns assumed
 #'   when the output is not a terminal).
+#' @param positions Column edges as fractions of `line_length`; `NULL`:
+#'   Keras' defaults.
+#' @param show_trainable Whether to add Keras' "Trainable" column (from
+#'   `rows$trainable`: "Y", "N" or "-").
 #' @param bytes Optional named numeric with `total`, `trainable`,
 #'   `non_trainable`, `optimizer` sizes in bytes; default 4 bytes per
 #'   parameter (float32).
@@ -40,7 +44,8 @@
 #' @noRd
 format_summary_table <- function(model_name, rows, total, trainable,
                                  non_trainable, optimizer_params = NULL,
-                                 line_length = NULL, bytes = NULL) {
+                                 line_length = NULL, bytes = NULL, positions = NULL,
+                                 show_trainable = FALSE) {
   check_string_arg(model_name, "model_name")
   if (!is.data.frame(rows)) abort_arg("rows", "a data frame", rows)
   missing_cols <- setdiff(c("name", "class_name", "output_shape", "params"), names(rows))
@@ -54,6 +59,7 @@ format_summary_table <- function(model_name, rows, total, trainable,
     rep(NA_character_, nrow(rows))
   with_connections <- any(!is.na(connected))
 
+  given_positions <- positions
   if (with_connections) {
     default_length <- 108L
     positions <- c(0.3, 0.56, 0.74, 1.0)
@@ -64,6 +70,18 @@ format_summary_table <- function(model_name, rows, total, trainable,
     positions <- c(0.45, 0.80, 1.0)
     header <- c("Layer (type)", "Output Shape", "Param #")
     align <- c("left", "left", "right")
+  }
+  if (!is.null(given_positions)) positions <- given_positions
+  if (show_trainable) {
+    # Keras: 12 more characters, the columns scaled to 90 % and "Trainable" last.
+    default_length <- default_length + 12L
+    positions <- c(positions * 0.9, 1.0)
+    header <- c(header, "Trainable")
+    align <- c(align, "center")
+  }
+  if (length(positions) != length(header)) {
+    abort_value("{.arg positions} must give {length(header) - show_trainable} column edge{?s} for this table, not {length(given_positions)}.",
+                call = user_call())
   }
   if (is.null(line_length)) {
     line_length <- min(default_length, summary_terminal_columns() - 4L)
@@ -81,6 +99,7 @@ format_summary_table <- function(model_name, rows, total, trainable,
     stringsAsFactors = FALSE
   )
   if (with_connections) cells$connected <- ifelse(is.na(connected), "-", connected)
+  if (show_trainable) cells$trainable <- as.character(rows$trainable %||% rep("-", nrow(rows)))
 
   border <- function(left, mid, right, fill) {
     paste0(left, paste(strrep(fill, inner), collapse = mid), right)
@@ -155,7 +174,14 @@ summary_row_lines <- function(texts, inner, align, sep) {
     parts <- vapply(seq_along(wrapped), function(j) {
       t <- if (r <= length(wrapped[[j]])) wrapped[[j]][[r]] else ""
       pad <- strrep(" ", content[[j]] - nchar(t))
-      paste0(" ", if (align[[j]] == "right") paste0(pad, t) else paste0(t, pad), " ")
+      body <- switch(align[[j]],
+        right = paste0(pad, t),
+        center = {  # rich: the left half of the slack rounded down
+          left <- (content[[j]] - nchar(t)) %/% 2L
+          paste0(strrep(" ", left), t, strrep(" ", content[[j]] - nchar(t) - left))
+        },
+        paste0(t, pad))
+      paste0(" ", body, " ")
     }, "")
     paste0(sep, paste(parts, collapse = sep), sep)
   }, "")

@@ -32,3 +32,36 @@ test_that("shuffle = \"batch\" keeps the batches' samples and only their order w
   expect_equal(train("Batch"), within)  # any case, as Keras lowers it
   expect_error(train("rows"), class = "mirrored_value_error")
 })
+
+test_that("train_on_batch(), test_on_batch(), predict_on_batch() work on one batch as Keras 3", {
+  set.seed(2)
+  x <- matrix(runif(30), 10)
+  y <- runif(10)
+  make <- function(metrics = NULL) {
+    m <- keras_model_sequential(input_shape = 3) |>
+      layer_dense(1, kernel_initializer = initializer_random_normal(seed = 3))
+    m |> compile(optimizer = optimizer_sgd(0.1), loss = "mse", metrics = metrics)
+    m
+  }
+  a <- make("mae")
+  b <- make("mae")
+  # One step on the whole batch: fit() with one batch of all samples.
+  logs <- train_on_batch(a, x, y)
+  expect_named(logs, c("loss", "mae"))
+  p0 <- predict(b, x, verbose = 0)
+  expect_equal(logs$loss, mean((p0 - y)^2), tolerance = 1e-6)  # before the step
+  fit(b, x, y, batch_size = 10, epochs = 1, shuffle = FALSE, verbose = 0)
+  expect_equal(get_weights(a), get_weights(b))
+  # Metrics are reset first: the second call reports its own batch only.
+  t1 <- test_on_batch(a, x[1:5, ], y[1:5])
+  t2 <- test_on_batch(a, x[6:10, ], y[6:10])
+  p <- predict_on_batch(a, x)
+  expect_equal(t2$loss, mean((p[6:10] - y[6:10])^2), tolerance = 1e-6)
+  expect_equal(t1$mae, mean(abs(p[1:5] - y[1:5])), tolerance = 1e-6)
+  # The loss alone is a number.
+  expect_type(train_on_batch(make(), x, y), "double")
+  expect_length(test_on_batch(make(), x, y), 1)
+  expect_equal(dim(predict_on_batch(a, x)), c(10L, 1L))
+  expect_error(train_on_batch(a, tensor_slices_dataset(x)), class = "mirrored_value_error")
+  expect_error(test_on_batch(a, x, y, bogus = 1), class = "mirrored_value_error")
+})
