@@ -1,31 +1,61 @@
 #' Create a symbolic input
 #'
 #' The start of a functional model: a placeholder for a batch of samples of
-#' the given per-sample `shape`.
+#' the given per-sample `shape`. `layer_input()` is keras3's older name for
+#' it (the same function).
 #'
 #' @param shape Per-sample shape, e.g. `784` or `c(28, 28)` (the batch
 #'   dimension is left out).
 #' @param batch_size Not used for training (batches may have any size);
 #'   accepted for compatibility.
 #' @param dtype Only `"float32"` (the default) is supported.
+#' @param sparse,ragged `NULL` or `FALSE`; sparse and ragged inputs are not
+#'   supported yet.
+#' @param batch_shape The shape with the batch dimension first (`NA` for
+#'   any batch size), instead of `shape` and `batch_size`, as Keras takes it.
 #' @param name Optional name of the input layer.
+#' @param tensor,optional Keras' input wrapping an existing tensor and
+#'   optional (`NULL`-able) inputs: not supported yet (`NULL`, `FALSE`).
 #' @return A symbolic tensor to call layers on.
 #' @family model functions
 #' @seealso [keras_model()]
 #' @examples
 #' inputs <- keras_input(shape = 784)
 #' inputs
+#' keras_input(batch_shape = c(NA, 28, 28))
 #' @export
-keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, name = NULL) {
+keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, sparse = NULL, ragged = NULL,
+                        batch_shape = NULL, name = NULL, tensor = NULL, optional = FALSE) {
+  if (!is.null(batch_shape)) {
+    # Keras' InputLayer: batch_shape replaces both shape and batch_size.
+    if (!is.null(shape)) abort_value("You cannot pass both {.arg shape} and {.arg batch_shape} at the same time.")
+    if (!is.null(batch_size)) {
+      abort_value("You cannot pass both {.arg batch_size} and {.arg batch_shape} at the same time.")
+    }
+    if (!(is.numeric(batch_shape) || (is.logical(batch_shape) && all(is.na(batch_shape)))) ||
+        length(batch_shape) < 2) {
+      abort_value("{.arg batch_shape} must be the batch size (or NA) followed by the per-sample shape, not {describe(batch_shape)}.")
+    }
+    if (!is.na(batch_shape[[1]])) batch_size <- batch_shape[[1]]
+    shape <- batch_shape[-1]
+  }
   shape <- check_shape(shape, "shape")
   check_int(batch_size, "batch_size", min = 1, null_ok = TRUE)
   if (!is.null(dtype) && !identical(dtype, "float32")) {
     abort_value("{.arg dtype} must be \"float32\" (the only dtype supported), not {describe(dtype)}.")
   }
+  if (isTRUE(sparse)) abort_not_yet("{.arg sparse} = TRUE (sparse inputs) is not supported yet.")
+  if (isTRUE(ragged)) abort_not_yet("{.arg ragged} = TRUE (ragged inputs) is not supported yet.")
+  if (!is.null(tensor)) abort_not_yet("{.arg tensor} (an input wrapping an existing tensor) is not supported yet.")
+  if (!identical(optional, FALSE)) abort_not_yet("{.arg optional} = TRUE (inputs that may be NULL) is not supported yet.")
   check_string(name, "name", null_ok = TRUE)
   layer <- input_layer(shape, name)
   keras_tensor(layer, list(), shape)
 }
+
+#' @rdname keras_input
+#' @export
+layer_input <- keras_input
 
 #' Create a functional model
 #'

@@ -188,7 +188,6 @@ layer_gru | object, units, activation = "tanh", recurrent_activation = "sigmoid"
 layer_hashed_crossing | object, num_bins, output_mode = "int", sparse = FALSE, name = NULL, dtype = NULL, ... | text
 layer_hashing | object, num_bins, mask_value = NULL, salt = NULL, output_mode = "int", sparse = FALSE, ... | text
 layer_identity | object, ... | later
-layer_input | shape = NULL, batch_size = NULL, dtype = NULL, sparse = NULL, ragged = NULL, batch_shape = NULL, name = NULL, tensor = NULL, optional = FALSE | surface
 layer_integer_lookup | object, max_tokens = NULL, num_oov_indices = 1L, mask_token = NULL, oov_token = -1L, vocabulary = NULL, vocabulary_dtype = "int64", idf_weights = NULL, invert = FALSE, output_mode = "int", sparse = FALSE, pad_to_max_tokens = FALSE, name = NULL, ... | text
 layer_jax_model_wrapper | object, call_fn, init_fn = NULL, params = NULL, state = NULL, seed = NULL, ..., dtype = NULL | python
 layer_lstm | object, units, activation = "tanh", recurrent_activation = "sigmoid", use_bias = TRUE, kernel_initializer = "glorot_uniform", recurrent_initializer = "orthogonal", bias_initializer = "zeros", unit_forget_bias = TRUE, kernel_regularizer = NULL, recurrent_regularizer = NULL, bias_regularizer = NULL, activity_regularizer = NULL, kernel_constraint = NULL, recurrent_constraint = NULL, bias_constraint = NULL, dropout = 0, recurrent_dropout = 0, seed = NULL, return_sequences = FALSE, return_state = FALSE, go_backwards = FALSE, stateful = FALSE, unroll = FALSE, use_cudnn = "auto", ... | recurrent

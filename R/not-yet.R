@@ -21,7 +21,6 @@ not_yet_families <- c(
 
 # Better advice than the family's, where mirrored has an alternative.
 not_yet_instead <- c(
-  layer_input = "Use {.fn keras_input}, keras3's name for it.",
   keras = "Use mirrored's R functions ({.fn layer_dense}, {.fn compile}, ...) and {.code tf$distribute$...} for strategies.",
   dataset_fashion_mnist = "mirrored downloads nothing: read the files with {.fn npz_dataset}, or use {.fn dataset_mnist_sample}.",
   initializer_glorot_normal = "{.fn initializer_glorot_uniform}, {.fn initializer_he_normal} and {.fn initializer_random_normal} exist."

@@ -72,9 +72,10 @@ test_that("a keras3 script meets the first missing function, with keras3's argum
   expect_match(conditionMessage(err), "Recurrent networks", fixed = TRUE)
   expect_identical(deparse(conditionCall(err)[[1]]), "layer_lstm")
   # An argument keras3's signature does not take is R's unused-argument error, as in keras3.
-  expect_error(layer_input(shape = 3, no_such_argument = 1), "unused argument")
+  expect_error(layer_lstm(units = 8, no_such_argument = 1, ), class = "mirrored_not_yet_error")
+  expect_error(timeseries_dataset_from_array(1:3, NULL, 2, no_such_argument = 1), "unused argument")
   # Advice names mirrored's alternative where there is one.
-  expect_match(tryCatch(layer_input(shape = 3), error = conditionMessage), "keras_input()",
+  expect_match(tryCatch(dataset_fashion_mnist(), error = conditionMessage), "dataset_mnist_sample()",
                fixed = TRUE)
 })
 
