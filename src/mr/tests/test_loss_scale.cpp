@@ -198,6 +198,8 @@ TEST(LossScale, StepsQueueWithoutReadingTheDevice) {
   EXPECT_EQ(st.skipped, 1);
   EXPECT_FALSE(st.last_skipped);
   EXPECT_EQ(m.iterations(), 9);
+  EXPECT_EQ(m.replica_backend(0).downloads() - before, 1)
+      << "a second read with no step posted since waited for the device again";
   Model ref(mlp(), cpus(2), 1);
   ref.compile(adam_mse(false));
   for (size_t i = 0; i < batches.size(); ++i)

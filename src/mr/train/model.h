@@ -214,6 +214,7 @@ class Model {
     bool armed = false;
     int64_t at = 0;                // iterations when armed (the table's row 0)
     int64_t posted = 0;            // training steps posted since
+    int64_t read_at = 0;           // `posted` when the word was last read
     int64_t skipped_before = 0;    // loss_scale_.skipped when armed
     int64_t posted_iteration = 0;  // the host's iteration of the last step
   } device_scale_;

@@ -140,11 +140,16 @@ void Model::arm_loss_scale() {
   device_scale_.armed = true;
   device_scale_.at = state_.iterations;
   device_scale_.posted = 0;
+  device_scale_.read_at = 0;
   device_scale_.skipped_before = loss_scale_.skipped;
 }
 
 void Model::settle_loss_scale() {
-  if (!config_.loss_scale.dynamic || !device_scale_.armed || device_scale_.posted == 0) return;
+  // Nothing posted since the word was written or last read: the host's
+  // values are the word's (every accessor calls this; one wait serves all).
+  if (!config_.loss_scale.dynamic || !device_scale_.armed ||
+      device_scale_.posted == device_scale_.read_at)
+    return;
   MR_CHECK(!in_flight_, internal, "the loss scale is read while a step is in flight");
   // A download waits (polled, with the model's deadline) for the queued
   // steps: this is the one place the host learns which steps were skipped.
@@ -158,6 +163,7 @@ void Model::settle_loss_scale() {
   loss_scale_.step_counter = w.step_counter;
   loss_scale_.skipped = device_scale_.skipped_before + w.skipped;
   loss_scale_.last_skipped = w.last_skipped != 0.0f;
+  device_scale_.read_at = device_scale_.posted;
 }
 
 void Model::set_loss_scale_state(float scale, int64_t step_counter) {
