@@ -38,46 +38,44 @@ not_yet_rows <- function(table = not_yet_table) {
 }
 
 # The error every not-yet function and object raises. `what`: the function's
-# or object's name (a function's message shows "name()").
-not_yet_stop <- function(what, object = FALSE, call = rlang_caller()) {
+# or object's name (a function's message shows "name()"); `family`: its
+# table row's, baked into the stub when the package is built.
+not_yet_stop <- function(what, family, object = FALSE, call = rlang_caller()) {
   call <- call  # forced here, in this frame: see rlang_caller()
-  row <- Find(function(r) identical(r$name, what), not_yet_rows())
-  family <- if (is.null(row)) "later" else row$family
   advice <- if (what %in% names(not_yet_instead)) not_yet_instead[[what]] else not_yet_families[[family]]
   shown <- if (object) paste0("{.code ", what, "}") else paste0("{.fn ", what, "}")
   abort_not_yet(c(paste(shown, "(from keras3) is not implemented in mirrored yet."), i = advice),
                 call = call, .envir = list2env(list(what = what)))
 }
 
-not_yet_function <- function(name, args, env) {
+not_yet_function <- function(name, args, family, env) {
   f <- eval(parse(text = paste0("function(", args, ") NULL"), keep.source = FALSE)[[1]])
-  body(f) <- call("not_yet_stop", name)
+  body(f) <- call("not_yet_stop", name, family)
   environment(f) <- env
   f
 }
 
 # keras3's module and constants: calling them, `$`, `[[` and `[` all raise.
-not_yet_object <- function(name, env) {
+not_yet_object <- function(name, family, env) {
   f <- function(...) NULL
-  body(f) <- call("not_yet_stop", name, TRUE)
+  body(f) <- call("not_yet_stop", name, family, TRUE)
   environment(f) <- env
-  structure(f, class = "mirrored_not_yet_object", not_yet_name = name)
+  structure(f, class = "mirrored_not_yet_object", not_yet_name = name, not_yet_family = family)
+}
+
+# `$`, `[[` and `[` on such an object.
+not_yet_object_stop <- function(x, call) {
+  not_yet_stop(attr(x, "not_yet_name"), attr(x, "not_yet_family"), TRUE, call = call)
 }
 
 #' @export
-`$.mirrored_not_yet_object` <- function(x, name) {
-  not_yet_stop(attr(x, "not_yet_name"), TRUE, call = sys.call())
-}
+`$.mirrored_not_yet_object` <- function(x, name) not_yet_object_stop(x, sys.call())
 
 #' @export
-`[[.mirrored_not_yet_object` <- function(x, ...) {
-  not_yet_stop(attr(x, "not_yet_name"), TRUE, call = sys.call())
-}
+`[[.mirrored_not_yet_object` <- function(x, ...) not_yet_object_stop(x, sys.call())
 
 #' @export
-`[.mirrored_not_yet_object` <- function(x, ...) {
-  not_yet_stop(attr(x, "not_yet_name"), TRUE, call = sys.call())
-}
+`[.mirrored_not_yet_object` <- function(x, ...) not_yet_object_stop(x, sys.call())
 
 #' @export
 print.mirrored_not_yet_object <- function(x, ...) {
@@ -95,8 +93,8 @@ local({
     if (exists(row$name, envir = ns, inherits = FALSE)) {
       stop("R/not-yet-table.R lists `", row$name, "`, which the package defines: remove the row")
     }
-    value <- if (identical(row$args, "<object>")) not_yet_object(row$name, ns)
-             else not_yet_function(row$name, row$args, ns)
+    value <- if (identical(row$args, "<object>")) not_yet_object(row$name, row$family, ns)
+             else not_yet_function(row$name, row$args, row$family, ns)
     assign(row$name, value, envir = ns)
   }
 })

@@ -11,8 +11,12 @@ custom_objects_registry <- function() {
   stats::setNames(lapply(nms, function(n) .custom_objects[[n]]), nms)
 }
 
-check_custom_object_list <- function(objects, arg, call) {
-  ok <- is.list(objects) && (length(objects) == 0 || (!is.null(names(objects)) && all(nzchar(names(objects))))) &&
+# A named list of custom objects (functions, Layer() classes, metrics);
+# `allow_empty`: whether list() is one (the registry's setters take it, a
+# loader's `custom_objects` does not).
+check_custom_object_list <- function(objects, arg, call, allow_empty = TRUE) {
+  ok <- is.list(objects) &&
+    (if (length(objects) == 0) allow_empty else !is.null(names(objects)) && all(nzchar(names(objects)))) &&
     all(vapply(objects, function(o) is.function(o) || inherits(o, "mirrored_metric"), logical(1)))
   if (!ok) abort_value("{.arg {arg}} must be a named list of functions, classes or metrics, not {describe(objects)}.",
                        call = call)

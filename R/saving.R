@@ -392,9 +392,7 @@ check_model_arg <- function(model, call = sys.call(-1)) {
 check_custom_objects <- function(x, call = sys.call(-1)) {
   registry <- custom_objects_registry()
   if (is.null(x)) return(registry)
-  ok <- is.list(x) && length(x) > 0 && !is.null(names(x)) && all(nzchar(names(x))) &&
-    all(vapply(x, function(o) is.function(o) || inherits(o, "mirrored_metric"), logical(1)))
-  if (!ok) abort_value("{.arg custom_objects} must be a named list of functions (or custom metrics), not {describe(x)}.", call = call)
+  check_custom_object_list(x, "custom_objects", call, allow_empty = FALSE)
   c(x, registry[setdiff(names(registry), names(x))])
 }
 
