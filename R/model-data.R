@@ -98,13 +98,22 @@ check_targets <- function(model, ys, n, call = sys.call(-1), retrace = TRUE) {
       abort_value("{.arg x} and {.arg {lab}} must have the same number of samples; {.arg x} has {n}, {.arg {lab}} has {dim(y)[1]}.",
                   call = call)
     }
-    units <- g$nodes[[g$outputs[k] + 1L]]$shape
+    shape <- g$nodes[[g$outputs[k] + 1L]]$shape
+    # Keras' losses reduce the last axis: each position of the axes before
+    # it (a time step, a pixel) has its own target (output_positions in
+    # src/mr/nn/loss.h).
+    units <- if (length(shape)) shape[length(shape)] else 1
+    positions <- prod(shape) / units
     loss <- model$compiled_outputs[[k]]$loss
     width <- prod(sample_shape(y))
     if (loss$kind == "traced") {
       next  # its graph was traced for these targets (ensure_target_shapes)
     } else if (loss$kind == "sparse_categorical_crossentropy") {
-      if (width != 1) abort_kind("shape", "{.arg {lab}} must hold one class index per sample for {.val {loss$name}}, got {width} values per sample.", call = call)
+      if (width != positions) {
+        abort_kind("shape", if (positions == 1) "{.arg {lab}} must hold one class index per sample for {.val {loss$name}}, got {width} values per sample." else
+          "{.arg {lab}} must hold one class index per position of the output of shape {shape_str(c('None', shape))} ({positions} per sample) for {.val {loss$name}}, got {width} values per sample.",
+          call = call)
+      }
       # Labels equal to the loss's ignore_class are masked out, whatever their value.
       ok <- y == round(y) & y >= 0 & y < units
       if (!is.null(loss$ignore_class)) ok <- ok | y == loss$ignore_class
@@ -113,8 +122,8 @@ check_targets <- function(model, ys, n, call = sys.call(-1), retrace = TRUE) {
         abort_value("{.arg {lab}} must hold class indices in 0..{units - 1} (the output has {units} units); found {bad}.",
                     call = call)
       }
-    } else if (width != prod(units)) {
-      abort_kind("shape", "{.arg {lab}} has {width} values per sample; the model's output has {prod(units)}.", call = call)
+    } else if (width != prod(shape)) {
+      abort_kind("shape", "{.arg {lab}} has {width} values per sample; the model's output has {prod(shape)}.", call = call)
     }
   }
 }

@@ -47,7 +47,13 @@
 #'   with one weight per sample (for a model of several outputs, one vector
 #'   for all outputs or a list of one per output). The loss of a batch is
 #'   `sum(w * loss) / rows` (Keras' `"sum_over_batch_size"`), on any number
-#'   of replicas. `validation_split` holds out the weights of the held-out
+#'   of replicas. For an output of rank > 2 per sample (a sequence, an
+#'   image), losses and metrics reduce the last axis only and the batch's
+#'   loss is divided by the number of loss values (samples x positions), as
+#'   in Keras; the weights may then also be an array of one weight per
+#'   position (dimensions n x the output's shape without its last axis,
+#'   Keras' "temporal" weights), and a vector of one weight per sample weighs
+#'   each of the sample's positions (Keras wants it as n x 1 there). `validation_split` holds out the weights of the held-out
 #'   samples with them. Not with a dataset: put the weights in its elements.
 #' @param initial_epoch Epoch to start at (1-based, as in keras3), e.g. to
 #'   resume training.
@@ -200,8 +206,10 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' @inheritParams fit.mirrored_model
 #' @param steps Batches to evaluate (default: all).
 #' @param sample_weight Weights of the samples (one per sample; for a model
-#'   of several outputs one vector for all or a list of one per output): the
-#'   loss is `sum(w * loss) / samples`. Not with a dataset: put the weights
+#'   of several outputs one vector for all or a list of one per output; for
+#'   an output of rank > 2, also one per position, as in [fit()]): the loss
+#'   is `sum(w * loss) / samples` (samples x positions for an output of rank
+#'   > 2). Not with a dataset: put the weights
 #'   in its elements (`list(x, y, sample_weight)`).
 #' @return A named list: `loss` and one entry per metric; for a model of
 #'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),
@@ -299,7 +307,6 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
     }
     source <- dataset_batch_source(model, x, "x", targets = TRUE, continue = !is.null(steps_per_epoch),
                                    call = call)
-    check_loss_output(model, call = call)
     source <- class_weight_source(model, source, class_weight_table(model, class_weight, call = call), "x",
                                   call = call)
     return(list(source = source, steps = steps_per_epoch %||% source_steps(source, x, "x", what = "steps_per_epoch"),
@@ -308,7 +315,6 @@ fit_training_data <- function(model, x, y, batch_size, shuffle, steps_per_epoch,
   if (is.null(x) || is.null(y)) abort_value("{.arg x} and {.arg y} are required.", call = call)
   xs <- as_input_arrays(model, x, "x", call = call)
   check_inputs(model, xs, call = call)
-  check_loss_output(model, call = call)
   ys <- as_target_arrays(model, y, "y", call = call)
   n <- dim(xs[[1]])[1]
   check_targets(model, ys, n, call = call)
@@ -357,7 +363,6 @@ fit_validation_data <- function(model, validation_data, batch_size, validation_s
 inference_data <- function(model, x, y, batch_size, steps, targets, sample_weight = NULL, call = sys.call(-1)) {
   if (is_dataset(x)) {
     source <- dataset_batch_source(model, x, "x", targets = targets, call = call)
-    if (targets) check_loss_output(model, call = call)
     return(list(source, steps %||% source_steps(source, x, "x", what = "steps", call = call)))
   }
   if (is.null(x) || (targets && is.null(y))) {
@@ -367,7 +372,6 @@ inference_data <- function(model, x, y, batch_size, steps, targets, sample_weigh
   check_inputs(model, xs, call = call)
   ys <- ws <- NULL
   if (targets) {
-    check_loss_output(model, call = call)
     ys <- as_target_arrays(model, y, "y", call = call)
     check_targets(model, ys, dim(xs[[1]])[1], call = call)
     ws <- as_sample_weights(model, sample_weight, dim(xs[[1]])[1], call = call)

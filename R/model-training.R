@@ -70,7 +70,6 @@ compile.mirrored_model <- function(object, optimizer = "rmsprop", loss = NULL, m
   opt$attach(object)
   object$precision_note_due <- TRUE
   if (!is.null(object$graph())) {
-    check_loss_output(object)
     compile_core(object)
   }
   invisible(object)
@@ -85,18 +84,6 @@ compile_core <- function(model, call = sys.call(-1), keep_state = FALSE) {
   with_core(cpp_model_compile(model$ptr(), model$optimizer$core_spec(), outputs_core_spec(model, call),
                               model_frozen_nodes(model), keep_state))
   show_precision_note(model)  # R/mixed-precision.R
-}
-
-check_loss_output <- function(model, call = sys.call(-1)) {
-  g <- model$graph()
-  names <- model_output_names(model)
-  for (k in seq_along(g$outputs)) {
-    out <- g$nodes[[g$outputs[k] + 1L]]$shape
-    if (length(out) != 1) {
-      abort_value("The model output{if (length(g$outputs) > 1) paste0(' ', names[k])} has shape (None, {paste(out, collapse = ', ')}); losses need (None, units).",
-                  call = call)
-    }
-  }
 }
 
 resolve_verbose <- function(verbose, call = sys.call(-1)) {

@@ -1,8 +1,11 @@
 # Sample weights and class weights (fit()'s `sample_weight` and
 # `class_weight`, evaluate()'s `sample_weight`), as Keras 3 takes them:
 # - `sample_weight`: one weight per sample, a vector of length n (or an
-#   n x 1 array). For a model of several outputs, one vector per output (a
-#   list in output order, or named by output) or a single vector used for
+#   n x 1 array); for an output of rank > 2 per sample (a sequence, an
+#   image), also one weight per position of its loss values: an array of
+#   dimensions n x (the output's shape without its last axis), Keras'
+#   "temporal" weights. For a model of several outputs, one per output (a
+#   list in output order, or named by output) or a single one used for
 #   every output.
 # - `class_weight`: a named list (or named numeric vector) mapping 0-based
 #   class indices ("0", "1", ...) to weights; an unnamed numeric vector gives
@@ -12,14 +15,20 @@
 #   without a weight weigh 1. Only a model of one output takes it, and not
 #   together with `sample_weight`.
 # Negative weights are accepted (Keras 3 does not check them); NA, NaN and
-# Inf are errors. The loss is sum(w_i * loss_i) / (samples in the batch),
-# Keras' "sum_over_batch_size".
+# Inf are errors. The loss is sum(w_i * loss_i) / (loss values in the
+# batch: samples x positions), Keras' "sum_over_batch_size".
 
 # The sample weight arrays of `sample_weight` (one per output, or one shared
 # by all outputs) with their labels, or NULL; `n` samples.
 as_sample_weights <- function(model, sample_weight, n, arg = "sample_weight", call = sys.call(-1)) {
   if (is.null(sample_weight)) return(NULL)
   outputs <- model_output_names(model)
+  g <- model$graph()
+  # Each output's positions: its per-sample shape without the last axis.
+  lead <- lapply(g$outputs, function(o) {
+    s <- g$nodes[[o + 1L]]$shape
+    if (length(s) > 1) s[-length(s)] else integer(0)
+  })
   if (is.list(sample_weight) && !is.data.frame(sample_weight)) {
     if (length(outputs) == 1 && length(sample_weight) == 1 && is.null(names(sample_weight))) {
       sample_weight <- sample_weight[[1]]
@@ -31,32 +40,41 @@ as_sample_weights <- function(model, sample_weight, n, arg = "sample_weight", ca
         abort_value("{.arg {arg}} gives no weights for output{?s} {.val {outputs[missing]}}; give one vector per output (or one vector for all).",
                     call = call)
       }
-      arrays <- lapply(seq_along(ws), function(k) weight_vector(ws[[k]], n, labels[k], call))
+      arrays <- lapply(seq_along(ws), function(k) weight_array(ws[[k]], n, list(lead[[k]]), labels[k], call))
       return(structure(arrays, labels = labels))
     }
   }
-  structure(list(weight_vector(sample_weight, n, arg, call)), labels = arg)
+  structure(list(weight_array(sample_weight, n, lead, arg, call)), labels = arg)
 }
 
-# One vector of n finite weights (an n-vector, or an array n x 1).
-weight_vector <- function(w, n, arg, call) {
+# The finite weights of `w` for outputs whose positions have the shapes
+# `leads`: a vector of n (an n-vector, or an array n x 1), or an array of
+# dimensions c(n, lead) when every output of `leads` has that lead shape.
+weight_array <- function(w, n, leads, arg, call) {
   if (is.data.frame(w)) w <- as.matrix(w)
   if (!(is.numeric(w) || is.logical(w)) || is.factor(w)) {
     abort_value("{.arg {arg}} must be a numeric vector of one weight per sample, not {describe(w)}.", call = call)
   }
   d <- dim(w)
-  if (!is.null(d) && (length(d) > 2 || (length(d) == 2 && d[2] != 1))) {
-    abort_kind("shape", "{.arg {arg}} must hold one weight per sample (a vector or an n x 1 array), not an array of dimensions {paste(d, collapse = ' x ')}.",
+  lead <- leads[[1]]
+  per_position <- length(lead) > 0 && all(vapply(leads, identical, logical(1), lead)) &&
+    length(d) == length(lead) + 1 && all(d[-1] == lead)
+  if (!is.null(d) && !per_position && (length(d) > 2 || (length(d) == 2 && d[2] != 1))) {
+    also <- if (length(lead) > 0) paste0(", or one per position of the output's loss values: an array of dimensions n x ",
+                                        paste(lead, collapse = " x ")) else ""
+    abort_kind("shape", "{.arg {arg}} must hold one weight per sample (a vector or an n x 1 array{also}), not an array of dimensions {paste(d, collapse = ' x ')}.",
                call = call)
   }
-  if (length(w) != n) {
-    abort_value("{.arg {arg}} must have one weight per sample ({n}), not {length(w)}.", call = call)
+  rows <- if (per_position) d[1] else length(w)
+  if (rows != n) {
+    abort_value("{.arg {arg}} must have one weight per sample ({n}), not {rows}.", call = call)
   }
   bad <- which(!is.finite(w))
   if (length(bad)) {
-    abort_value("{.arg {arg}} must hold finite weights; row {bad[1]} has {format(w[bad[1]])}.", call = call)
+    at <- if (per_position) paste0("element ", bad[1]) else paste0("row ", bad[1])
+    abort_value("{.arg {arg}} must hold finite weights; {at} has {format(w[bad[1]])}.", call = call)
   }
-  as.double(w)
+  if (per_position) array(as.double(w), dim = d) else as.double(w)
 }
 
 # class_weight as the weight table of classes 0..max (1 where not given),
@@ -96,7 +114,13 @@ class_weight_table <- function(model, class_weight, call = sys.call(-1)) {
                 call = call)
   }
   g <- model$graph()
-  units <- prod(g$nodes[[g$outputs[1] + 1L]]$shape)
+  shape <- g$nodes[[g$outputs[1] + 1L]]$shape
+  if (length(shape) > 1) {
+    abort_value(c("{.arg class_weight} is not supported for outputs of rank > 2, as in Keras; this model's output has shape {shape_str(c('None', shape))}.",
+                  i = "Give {.arg sample_weight} an array of one weight per position instead (dimensions n x {paste(shape[-length(shape)], collapse = ' x ')})."),
+                call = call)
+  }
+  units <- prod(shape)
   classes <- max(units, 2)
   if (any(cls >= classes)) {
     unknown <- nm[cls >= classes]
@@ -129,4 +153,6 @@ dataset_roles <- function(model, extra = 0L) {
 }
 
 # Rows `rows` of the weight vectors of as_sample_weights().
-take_weights <- function(ws, rows) structure(lapply(ws, function(w) w[rows]), labels = attr(ws, "labels"))
+take_weights <- function(ws, rows) {
+  structure(lapply(ws, function(w) if (is.null(dim(w))) w[rows] else take_rows(w, rows)), labels = attr(ws, "labels"))
+}

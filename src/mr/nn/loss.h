@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/shape.h"
 #include "nn/metric.h"  // MetricConfig, for the files that include loss.h
 
 namespace mr {
@@ -34,6 +35,14 @@ LossParams batch_loss_params(const LossConfig& c, const float* targets, int64_t 
 // crossentropy with ignore_class, the hinge losses); when not, `targets` may
 // be null, which saves gathering them.
 bool loss_reads_targets(const LossConfig& c);
+
+// How the built-in losses and metrics see an output of per-sample shape s:
+// Keras reduces a loss over the last axis only, and "sum_over_batch_size"
+// divides by the number of loss values (samples x positions), so each
+// position of the axes before the last (a time step, a pixel) is a row of
+// s.last() values. A rank-1 output has one position; a rank-3 output
+// (steps, h, w, ...) has the product of all but its last extent.
+inline int64_t output_positions(const Shape& s) { return s.last() > 0 ? s.numel() / s.last() : 0; }
 
 LossKind loss_kind(const std::string& name);
 // Width of one target row for a loss whose prediction has `cols` columns.

@@ -13,6 +13,18 @@
 namespace mr {
 
 namespace {
+// Target floats per sample of output o's loss and of its metric m: a traced
+// one takes y_true's whole per-sample shape, a built-in one its width per
+// row times the output's positions (nn/loss.h output_positions).
+int64_t loss_sample_width(const OutputConfig& o) {
+  return o.loss.graph != nullptr ? loss_target_width(o.loss, o.cols)
+                                 : loss_target_width(o.loss, o.cols) * o.positions;
+}
+int64_t metric_sample_width(const MetricConfig& m, const OutputConfig& o) {
+  const int64_t w = metric_config_target_width(m, o.cols);
+  return m.graph != nullptr ? w : w * o.positions;
+}
+
 // Keras 3 (Functional._adjust_input_rank) takes per-sample shapes equal to
 // the input's, or differing by one trailing dimension of 1. No allocation:
 // it runs for every batch.
@@ -104,16 +116,16 @@ void Model::compile(const CompileConfig& config, bool keep_optimizer_state) {
              "the loss weight of output ", k + 1, " must be a finite number >= 0, got ",
              c.outputs[k].weight);
     MR_CHECK(n_out == 1 || !c.outputs[k].name.empty(), value, "output ", k + 1, " has no name");
-    c.outputs[k].cols = output_width(static_cast<int>(k));
-    const int64_t cols = c.outputs[k].cols;
-    for (const MetricConfig& m : c.outputs[k].metrics) {
-      validate_metric(m, cols);
+    OutputConfig& o = c.outputs[k];
+    const Shape& shape = graph_->out_shape(graph_->outputs()[k]);
+    o.cols = shape.last();
+    o.positions = output_positions(shape);
+    for (const MetricConfig& m : o.metrics) {
+      validate_metric(m, o.cols);
       // The metrics read the loss's targets.
-      // i15-users: traced losses and metrics take y_true's width.
-      MR_CHECK(metric_config_target_width(m, cols) == loss_target_width(c.outputs[k].loss, cols),
-               value, "metric '", m.name, "' needs targets of ",
-               metric_config_target_width(m, cols), " values per sample, but the loss '",
-               c.outputs[k].loss.name, "' takes ", loss_target_width(c.outputs[k].loss, cols));
+      MR_CHECK(metric_sample_width(m, o) == loss_sample_width(o), value, "metric '", m.name,
+               "' needs targets of ", metric_sample_width(m, o),
+               " values per sample, but the loss '", o.loss.name, "' takes ", loss_sample_width(o));
     }
   }
   c.loss = c.outputs[0].loss;
@@ -219,24 +231,36 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
              " components; the model needs ", n_in, " input(s) and ", n_out, " target(s)");
     for (size_t k = 0; k < n_out; ++k) {
       const OutputConfig& o = config_.outputs[k];
-      const int64_t cols = output_width(static_cast<int>(k));
-      const int64_t want = loss_target_width(o.loss, cols);  // i15-users
+      const int64_t want = loss_sample_width(o);
       MR_CHECK(batch.parts[n_in + k].width == want, shape, "the targets",
                n_out > 1 ? " of output " + std::to_string(k + 1) : std::string(), " have ",
-               batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name, " with ",
-               cols, " outputs needs ", want);
+               batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name,
+               " on an output of shape ", graph_->out_shape(graph_->outputs()[k]).str_with_batch(),
+               " needs ", want);
     }
     // Sample weights after the targets (weight_part()): one part shared by
-    // the outputs or one per output, each a single value per sample.
+    // the outputs or one per output, each one value per sample or (Keras'
+    // "temporal" weights) one per position of an output of rank > 2. A
+    // traced loss or metric reduces whole samples and takes the former.
     const size_t extra = batch.parts.size() - n_in - n_out;
     MR_CHECK(extra == 0 || extra == 1 || extra == n_out, value, "the batch has ",
              batch.parts.size(), " components; the model takes ", n_in, " input(s), ", n_out,
              " target(s) and optionally sample weights (one array, or one per output)");
-    for (size_t p = n_in + n_out; p < batch.parts.size(); ++p)
-      MR_CHECK(batch.parts[p].width == 1, shape, "the sample weights",
-               extra > 1 ? " of output " + std::to_string(p - n_in - n_out + 1) : std::string(),
-               " have ", batch.parts[p].width,
-               " values per sample; sample weights hold one value per sample");
+    for (size_t k = 0; k < n_out && extra > 0; ++k) {
+      const OutputConfig& o = config_.outputs[k];
+      const int64_t got = batch.parts[n_in + n_out + (extra > 1 ? k : 0)].width;
+      bool traced = o.loss.graph != nullptr;
+      for (const MetricConfig& m : o.metrics) traced = traced || (m.weighted && m.graph != nullptr);
+      const std::string which = extra > 1 ? " of output " + std::to_string(k + 1) : std::string();
+      MR_CHECK(got == 1 || got == o.positions, shape, "the sample weights", which, " have ", got,
+               " values per sample; they take one value per sample",
+               o.positions > 1
+                   ? " or one per position of the output (" + std::to_string(o.positions) + ")"
+                   : std::string());
+      MR_CHECK(got == 1 || !traced, value, "the sample weights", which,
+               " have one value per position; a loss or metric written in R takes one value "
+               "per sample (give a vector of one weight per sample)");
+    }
   }
 }
 
@@ -411,7 +435,10 @@ std::vector<double> Model::read_metrics(bool across_workers) const {
   std::vector<double> raw{0.0};
   for (size_t k = 0; k < config_.outputs.size(); ++k) {
     const OutputConfig& o = config_.outputs[k];
-    const double loss = seen > 0 ? total[off[k]] / seen : 0.0;
+    // A built-in loss summed one value per position (Keras divides by the
+    // number of loss values); a traced one already averaged each sample.
+    const double values = seen * static_cast<double>(o.loss.graph != nullptr ? 1 : o.positions);
+    const double loss = seen > 0 ? total[off[k]] / values : 0.0;
     raw[0] += static_cast<double>(o.weight) * loss;
     if (config_.outputs.size() > 1) raw.push_back(loss);
     size_t at = off[k] + 1;

@@ -77,8 +77,16 @@ struct Step::Replica {
   // reserve()); sw[k] points at output k's weights for the step staged last,
   // null when its batch has none.
   std::vector<DeviceBuffer> weights;
-  int64_t weight_capacity = 0;  // floats per buffer
+  int64_t weight_capacity = 0;  // rows per buffer (each holds rows x positions floats)
   std::vector<const float*> sw;
+  // Output k of positions P > 1 (nn/loss.h output_positions): wide[k] holds
+  // its per-sample weights repeated over the P positions, as its built-in
+  // loss and metrics read them (one per row of the last axis); wide_sw[k]
+  // points there, or at sw[k] when the batch gave one weight per position
+  // (then sw[k] is null for the traced ones, which take whole samples), or
+  // is sw[k] when P is 1.
+  std::vector<DeviceBuffer> wide;
+  std::vector<const float*> wide_sw;
   int64_t rows_last = 0;
   std::unique_ptr<CommContext> ctx;
   std::unique_ptr<Regularization> reg;  // weight regularizers and constraints (i13-reg)
@@ -147,13 +155,21 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
         rep.target_capacity[k] = need;
       }
     }
-    if (rep.sw.size() < target_widths.size()) rep.sw.resize(target_widths.size(), nullptr);
+    if (rep.sw.size() < target_widths.size()) {
+      rep.sw.resize(target_widths.size(), nullptr);
+      rep.wide_sw.resize(target_widths.size(), nullptr);
+    }
     if (weights && (rep.weights.size() < target_widths.size() || rep.weight_capacity < rows)) {
       graphs_->invalidate();
       rep.weights.clear();
-      for (size_t k = 0; k < target_widths.size(); ++k)
-        rep.weights.push_back(
-            replicas_.backend(r).allocate(static_cast<size_t>(rows) * sizeof(float)));
+      rep.wide.clear();
+      for (size_t k = 0; k < target_widths.size(); ++k) {
+        const int64_t p = output_positions(graph_.out_shape(graph_.outputs()[k]));
+        const size_t bytes = static_cast<size_t>(rows * p) * sizeof(float);
+        rep.weights.push_back(replicas_.backend(r).allocate(bytes));
+        rep.wide.push_back(p > 1 ? replicas_.backend(r).allocate(bytes)
+                                 : DeviceBuffer(nullptr, DeviceFree{}));
+      }
       rep.weight_capacity = rows;
     }
   }
@@ -198,25 +214,46 @@ std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool t
       put(n_in + k, rep.targets[k].get(), begin * c.width,
           static_cast<size_t>(count * c.width) * sizeof(float));
     }
-    // Sample weights: one float per row; a part shared by all outputs is
-    // uploaded once.
+    // Sample weights: one float per sample, or one per position of the
+    // output (Model::check_batch); a part shared by all outputs is uploaded
+    // once. Outputs of several positions given per-sample weights read them
+    // repeated over the positions (Replica::wide).
     int staged = -1;
+    const float* staged_at = nullptr;
     for (size_t k = 0; k < n_out; ++k) {
       const int part = weight_part(batch.parts.size(), n_in, n_out, k);
       if (part < 0) {
-        rep.sw[k] = nullptr;
+        rep.sw[k] = rep.wide_sw[k] = nullptr;
         continue;
       }
       MR_CHECK(k < rep.weights.size() && count <= rep.weight_capacity, internal,
                "sample weight buffers not reserved");
-      if (part == staged) {
-        rep.sw[k] = rep.sw[k - 1];
+      const int64_t width = batch.parts[static_cast<size_t>(part)].width;
+      if (part != staged) {
+        put(static_cast<size_t>(part), rep.weights[k].get(), begin * width,
+            static_cast<size_t>(count * width) * sizeof(float));
+        staged_at = static_cast<const float*>(rep.weights[k].get());
+        staged = part;
+      }
+      rep.sw[k] = width > 1 ? nullptr : staged_at;
+      const int64_t positions = output_positions(graph_.out_shape(graph_.outputs()[k]));
+      if (positions == 1 || width > 1) {
+        rep.wide_sw[k] = staged_at;
         continue;
       }
-      put(static_cast<size_t>(part), rep.weights[k].get(), begin,
-          static_cast<size_t>(count) * sizeof(float));
-      rep.sw[k] = static_cast<const float*>(rep.weights[k].get());
-      staged = part;
+      if (count > 0) {
+        // wide[r * P + p] = sw[r]: the sample's weight on each position.
+        StridedCopy c;
+        c.rank = 2;
+        c.dims[0] = positions;
+        c.dims[1] = count;
+        c.src_stride[0] = 0;
+        c.src_stride[1] = 1;
+        c.dst_stride[0] = 1;
+        c.dst_stride[1] = positions;
+        replicas_.backend(rank).strided_copy(c, staged_at, static_cast<float*>(rep.wide[k].get()));
+      }
+      rep.wide_sw[k] = static_cast<const float*>(rep.wide[k].get());
     }
   }
   return {begin, count};
@@ -252,9 +289,11 @@ void fill_loss_params(std::vector<LossParams>& out, const CompileConfig& c, int6
                       Width&& width, Targets&& targets) {
   out.resize(c.outputs.size());  // allocates once, at the first step
   for (size_t k = 0; k < c.outputs.size(); ++k) {
+    // A built-in loss reads rows x positions target rows (OutputConfig).
     const LossConfig& loss = c.outputs[k].loss;
     const float* t = loss_reads_targets(loss) ? targets(k) : nullptr;
-    out[k] = batch_loss_params(loss, t, rows, width(k));
+    const int64_t p = loss.graph != nullptr ? 1 : c.outputs[k].positions;
+    out[k] = batch_loss_params(loss, t, rows * p, width(k) / p);
   }
 }
 }  // namespace
@@ -284,30 +323,36 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     const OutputConfig& o = c.outputs[k];
     const int kk = static_cast<int>(k);
-    const int64_t cols = graph_.out_shape(graph_.outputs()[k]).numel();
     const float* out = rep.exec->output(kk);
     const auto* tgt = static_cast<const float*>(rep.targets[k].get());
     // This replica's slice of output k's sample weights (null: every sample
-    // weighs 1); the loss and the weighted metrics read the same pointer.
+    // weighs 1): per sample (sw) for the traced losses and metrics, per row
+    // of the last axis (wide_sw) for the built-in ones; the loss and the
+    // weighted metrics read the same pointers. The built-in ones see
+    // count x positions rows of o.cols values (OutputConfig).
     const float* sw = rep.sw[k];
-    // Output k's part of the total loss is weight_k * (its per-sample sum /
-    // global rows): its gradient is scaled by weight_k / global rows. A
-    // weight of 0 still writes the (zero) gradient the backward pass reads.
+    const float* wide_sw = rep.wide_sw[k];
+    const int64_t rows = count * o.positions;
+    // Output k's part of the total loss is weight_k * (its sum / (global
+    // rows x positions)), Keras' "sum_over_batch_size" over every loss
+    // value: its gradient is scaled by weight_k / (global rows x positions).
+    // A traced loss averages each sample's values itself. A weight of 0
+    // still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     // The loss's per-batch arguments come from the whole global batch.
     if (o.loss.graph != nullptr)  // i15-users: a traced loss
       traced_->loss(rank, o.loss, count, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
     else
-      be.loss(o.loss.kind, batch_params_[k], count, cols, out, tgt, sw, grad_scale * o.weight, grad,
-              sums + at);
+      be.loss(o.loss.kind, batch_params_[k], rows, o.cols, out, tgt, wide_sw,
+              grad_scale * o.weight / static_cast<float>(o.positions), grad, sums + at);
     // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
       if (m.graph != nullptr)  // i15-users: a traced metric
         traced_->metric(rank, m, count, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
       else
-        be.metric(m, count, cols, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
-      state_at += static_cast<size_t>(metric_state_size(m, cols));
+        be.metric(m, rows, o.cols, out, tgt, m.weighted ? wide_sw : nullptr, sums + state_at);
+      state_at += static_cast<size_t>(metric_state_size(m, o.cols));
     }
     at = state_at;
   }

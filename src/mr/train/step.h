@@ -38,7 +38,12 @@ struct OutputConfig {
   float weight = 1.0f;  // Keras' loss_weights: total loss = sum of weight * output loss
   std::vector<MetricConfig> metrics;
   std::string name;  // the output's name, prefixing its log keys ("<name>_loss")
-  int64_t cols = 0;  // the output's width (filled by Model::compile(); sizes metric states)
+  // The output's last extent and its positions per sample (output_positions
+  // in nn/loss.h), filled by Model::compile(): built-in losses and metrics
+  // see rows x positions rows of `cols` values (cols sizes metric states);
+  // traced ones see whole samples.
+  int64_t cols = 0;
+  int64_t positions = 1;
 };
 
 struct CompileConfig {
