@@ -5,7 +5,9 @@
 # mirrored_timeout_error, mirrored_worker_error (another worker of a
 # multi-worker job died, hung or disagrees), mirrored_internal_error. A feature Keras has and
 # mirrored does not implement yet is a mirrored_not_yet_error (also a
-# mirrored_value_error, so callers that catch value errors still do).
+# mirrored_value_error, so callers that catch value errors still do). A
+# program or package a function needs and the machine lacks (Graphviz for
+# plot() of a model, R/plot-model.R) is a mirrored_dependency_error.
 
 abort_kind <- function(kind, message, ..., call = rlang_caller(), .envir = parent.frame()) {
   call <- call  # forced here, in this frame: see rlang_caller()
