@@ -115,6 +115,27 @@ binary_ce_values <- function(t, p, from_logits) {
 #' `label_smoothing` replaces the targets by `t (1 - s) + s / 2` (binary) or
 #' `t (1 - s) + s / K` (categorical, `K` classes).
 #'
+#' @section Softmax and sigmoid outputs: keras3 trains on TensorFlow, whose
+#'   categorical, sparse categorical and binary cross-entropies take the
+#'   *logits* of a model output made by a softmax (over the last axis) or a
+#'   sigmoid activation -- in a layer's `activation`, [layer_activation()] or
+#'   [layer_activation_softmax()] -- when the loss or metric receives that
+#'   output itself (Keras' `_keras_logits`). mirrored does the same in
+#'   `fit()` and `evaluate()` for the built-in losses and metrics without
+#'   `from_logits`: the loss is computed from the logits, so a saturated
+#'   softmax logs its true loss (e.g. 240, where probabilities clipped at
+#'   1e-7 would give 16.1) and keeps its gradient `p - t`. As in TensorFlow
+#'   this holds whichever of the two activations made the logits (a sigmoid
+#'   output with a categorical loss takes the softmax cross-entropy of its
+#'   logits), and `loss_binary_focal_crossentropy()` takes them on a sigmoid
+#'   output. It does not hold when the output is computed in a mixed
+#'   precision (a layer of a `"mixed_float16"` / `"mixed_bfloat16"` policy:
+#'   Keras' float32 cast of the output drops the logits, and the
+#'   probabilities are clipped), or when the output also feeds another
+#'   layer, is a second output or has an activity regularizer (then mirrored
+#'   clips too). Called directly on arrays, the losses compute from the
+#'   probabilities given.
+#'
 #' @param y_true Targets: class indices (0-based) for the sparse loss,
 #'   otherwise an array shaped like `y_pred`.
 #' @param y_pred Predictions, samples in rows.

@@ -208,8 +208,8 @@ fit.mirrored_model <- function(object, x = NULL, y = NULL, ..., batch_size = NUL
 #' @param sample_weight Weights of the samples (one per sample; for a model
 #'   of several outputs one vector for all or a list of one per output; for
 #'   an output of rank > 2, also one per position, as in [fit()]): the loss
-#'   is `sum(w * loss) / samples` (samples x positions for an output of rank
-#'   > 2). Not with a dataset: put the weights
+#'   is `sum(w * loss) / samples` (samples x positions for an output of
+#'   rank above 2). Not with a dataset: put the weights
 #'   in its elements (`list(x, y, sample_weight)`).
 #' @return A named list: `loss` and one entry per metric; for a model of
 #'   several outputs Keras 3's keys, sorted: `loss` (the weighted total),

@@ -11,6 +11,11 @@ Executor::Executor(const Graph& graph, Backend& be)
   buf_.resize(static_cast<size_t>(graph.size()));
   grad_written_.assign(static_cast<size_t>(graph.size()), 0);
   param_grad_written_.assign(static_cast<size_t>(graph.size()), 0);
+  logits_grad_.assign(static_cast<size_t>(graph.size()), 0);
+  logits_at_.resize(static_cast<size_t>(graph.size()));
+  for (int i = 0; i < graph.size(); ++i)
+    if (!graph.node(i).inputs.empty() && graph.layer(i).logits_activation() != Activation::linear)
+      logits_at_[static_cast<size_t>(i)] = graph.layer(i).logits_at(graph.in_shapes(i));
   activity_ = activity_specs(graph);
   for (const RegularizerSpec& s : activity_)
     has_activity_ = has_activity_ || s.kind != RegularizerSpec::Kind::none;
@@ -84,6 +89,33 @@ float* Executor::output_grad(int k) {
   MR_CHECK(graph_.needs_grad(node), value, "output '", graph_.node(node).name,
            "' does not depend on any trainable variable");
   return at(buf_[static_cast<size_t>(node)].grad);
+}
+
+Activation Executor::output_logits_activation(int k) const {
+  const int node = graph_.outputs().at(static_cast<size_t>(k));
+  const GraphNode& nd = graph_.node(node);
+  if (nd.inputs.empty() || graph_.consumers(node) > 0) return Activation::linear;
+  if (std::count(graph_.outputs().begin(), graph_.outputs().end(), node) != 1)
+    return Activation::linear;
+  if (activity_[static_cast<size_t>(node)].kind != RegularizerSpec::Kind::none)
+    return Activation::linear;
+  const Layer& layer = graph_.layer(node);
+  if (layer.dtype_policy().compute != ComputeDtype::f32) return Activation::linear;
+  return layer.logits_activation();
+}
+
+const float* Executor::output_logits(int k, int64_t rows) const {
+  const int node = graph_.outputs().at(static_cast<size_t>(k));
+  const Layer::LogitsAt& z = logits_at_[static_cast<size_t>(node)];
+  const auto* base = static_cast<const float*>(work_.get());
+  if (z.first_input) return base + buf_[static_cast<size_t>(graph_.node(node).inputs[0])].out;
+  return base + buf_[static_cast<size_t>(node)].aux + z.aux_floats_before * rows;
+}
+
+void Executor::set_logits_grad(int k, bool on) {
+  MR_CHECK(!on || output_logits_activation(k) != Activation::linear, internal, "output ", k,
+           " has no logits to take a gradient for");
+  logits_grad_[static_cast<size_t>(graph_.outputs().at(static_cast<size_t>(k)))] = on ? 1 : 0;
 }
 
 void Executor::forward(const Pass& p) {
@@ -173,7 +205,8 @@ void Executor::backward(const Pass& p, float* grads) {
                    {},
                    at(b.aux),
                    at(b.work),
-                   ctx};
+                   ctx,
+                   logits_grad_[static_cast<size_t>(i)] != 0};
     // Inputs whose gradient already holds a consumer's part (or that an
     // earlier slot of this node writes): their layer writes into a scratch
     // slot of their own, added afterwards.

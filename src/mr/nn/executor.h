@@ -77,6 +77,21 @@ class Executor {
   void activity_penalties(const Pass& p, double* acc);
   bool has_activity_regularizers() const { return has_activity_; }
 
+  // ---- Keras-TF's logits of a probability output (issue 28) ----
+  // The activation (softmax or sigmoid) whose logits model output k can hand
+  // its loss, or Activation::linear: its layer keeps them
+  // (Layer::logits_activation), computes in float32 (under a mixed policy
+  // Keras' loss casts the output, which drops TensorFlow's logits), and the
+  // output feeds nothing else (no other layer, no second output, no activity
+  // regularizer), so that the whole of its gradient can be the logits'.
+  Activation output_logits_activation(int k) const;
+  // The logits of output k from the last forward of `rows` rows.
+  const float* output_logits(int k, int64_t rows) const;
+  // Whether backward takes output_grad(k) as the gradient with respect to
+  // output_logits(k) (the loss computed it from them): the output's layer
+  // then skips its activation's backward. Set between steps.
+  void set_logits_grad(int k, bool on);
+
  private:
   // The training flag node i's layer sees in pass p.
   bool node_training(const Pass& p, int i) const;
@@ -96,9 +111,11 @@ class Executor {
   int64_t scratch_ = -1;      // for nodes whose output feeds several consumers
   int64_t scratch_slot_ = 0;  // floats per input slot of scratch_
   std::vector<char> grad_written_;
-  int64_t param_scratch_ = -1;             // gradients of a shared layer's later call
-  std::vector<char> param_grad_written_;   // per node owning variables, in this pass
-  std::vector<RegularizerSpec> activity_;  // per node (Kind::none: none)
+  int64_t param_scratch_ = -1;              // gradients of a shared layer's later call
+  std::vector<char> param_grad_written_;    // per node owning variables, in this pass
+  std::vector<RegularizerSpec> activity_;   // per node (Kind::none: none)
+  std::vector<char> logits_grad_;           // per node: set_logits_grad()
+  std::vector<Layer::LogitsAt> logits_at_;  // per node with logits (Layer::logits_at)
   bool has_activity_ = false;
 };
 

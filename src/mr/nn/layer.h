@@ -81,6 +81,10 @@ struct BackwardArgs {
   float* aux;
   float* work;
   ReplicaContext& ctx;
+  // d_out already holds the gradient with respect to the layer's logits
+  // (Layer::logits_activation()): the loss took the logits, and the layer
+  // skips its activation's backward.
+  bool d_out_is_logits_grad = false;
 };
 
 class Layer {
@@ -111,6 +115,21 @@ class Layer {
   // (trainable = FALSE): Keras 3's BatchNormalization does (it then uses and
   // keeps its moving statistics); every other layer behaves as when trainable.
   virtual bool frozen_runs_inference() const { return false; }
+
+  // ---- Keras-TF's logits of a probability output (issue 28) ----
+  // Keras on TensorFlow takes a cross-entropy from the logits of an output
+  // made by a softmax (over the last axis) or sigmoid activation (Keras'
+  // `_keras_logits`). A layer whose output is that activation of values z
+  // of the output's shape, which stay in its buffers from forward to
+  // backward, names the activation here (Activation::linear: none), and
+  // logits_at() says where z is after a forward of `rows` rows: the layer's
+  // first input, or its aux region from floats rows x aux_floats_before on.
+  virtual Activation logits_activation() const { return Activation::linear; }
+  struct LogitsAt {
+    bool first_input = false;
+    int64_t aux_floats_before = 0;  // per row
+  };
+  virtual LogitsAt logits_at(const std::vector<Shape>& /*in*/) const { return {}; }
 
   // ---- i14-mpcore: the layer's dtype policy (nn/dtype_policy.h) ----
   // Set once by make_layer() from the config's "dtype", before the layer is

@@ -148,6 +148,7 @@ void Model::compile(const CompileConfig& config, bool keep_optimizer_state) {
   // Frozen variables get no all-reduce and no update (train/param_ranges.h).
   step_.update().prepare(config_.optimizer, trainable_ranges(*graph_, config_.trainable));
   step_.set_trainable(config_.trainable);
+  step_.configure_logits(config_);  // Keras-TF's logits of softmax / sigmoid outputs
   step_.update().set_loss_scaling(config_.loss_scale.dynamic);  // i14-mpcore
   compiled_ = true;
 }

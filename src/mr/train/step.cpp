@@ -129,6 +129,41 @@ void Step::set_trainable(const std::vector<char>& trainable) {
   for (auto& rep : reps_) rep->reg->set_trainable(trainable);
 }
 
+namespace {
+bool metric_takes_logits(const MetricConfig& m) {
+  return m.graph == nullptr && !m.from_logits &&
+         (m.kind == MetricKind::binary_crossentropy ||
+          m.kind == MetricKind::categorical_crossentropy ||
+          m.kind == MetricKind::sparse_categorical_crossentropy);
+}
+}  // namespace
+
+void Step::configure_logits(const CompileConfig& c) {
+  const size_t n = c.outputs.size();
+  logits_act_.assign(n, Activation::linear);
+  loss_logits_.assign(n, 0);
+  for (size_t k = 0; k < n; ++k) {
+    const int kk = static_cast<int>(k);
+    const Activation act = reps_[0]->exec->output_logits_activation(kk);
+    const LossConfig& l = c.outputs[k].loss;
+    bool loss = false;
+    if (act != Activation::linear && l.graph == nullptr && !l.from_logits) {
+      // TensorFlow takes the logits whichever of the two activations made
+      // them (a sigmoid's for a categorical loss too); the binary focal
+      // loss's focusing factor reads the probabilities, which equal the
+      // logits' sigmoid only for a sigmoid output.
+      loss = l.kind == LossKind::categorical_crossentropy ||
+             l.kind == LossKind::sparse_categorical_crossentropy ||
+             l.kind == LossKind::binary_crossentropy ||
+             (l.kind == LossKind::binary_focal_crossentropy && act == Activation::sigmoid);
+    }
+    logits_act_[k] = act;
+    loss_logits_[k] = loss ? 1 : 0;
+    for (auto& rep : reps_) rep->exec->set_logits_grad(kk, loss);
+  }
+  graphs_->invalidate();  // i14-gpu: the steps' ops change
+}
+
 void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_widths, bool weights) {
   const int n = replicas_.size();
   const int64_t rows = largest_slice(global_rows, n);
@@ -324,6 +359,10 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     const OutputConfig& o = c.outputs[k];
     const int kk = static_cast<int>(k);
     const float* out = rep.exec->output(kk);
+    // Keras-TF's logits (configure_logits): the cross-entropies that take
+    // them read them where the output's layer keeps them.
+    const float* logits =
+        logits_act_[k] != Activation::linear ? rep.exec->output_logits(kk, count) : nullptr;
     const auto* tgt = static_cast<const float*>(rep.targets[k].get());
     // This replica's slice of output k's sample weights (null: every sample
     // weighs 1): per sample (sw) for the traced losses and metrics, per row
@@ -340,17 +379,28 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     // The loss's per-batch arguments come from the whole global batch.
-    if (o.loss.graph != nullptr)  // i15-users: a traced loss
+    const float loss_scale = grad_scale * o.weight / static_cast<float>(o.positions);
+    if (o.loss.graph != nullptr) {  // i15-users: a traced loss
       traced_->loss(rank, o.loss, count, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
-    else
-      be.loss(o.loss.kind, batch_params_[k], rows, o.cols, out, tgt, wide_sw,
-              grad_scale * o.weight / static_cast<float>(o.positions), grad, sums + at);
+    } else if (loss_logits_[k]) {
+      LossParams p = batch_params_[k];
+      p.from_logits = true;
+      be.loss(o.loss.kind, p, rows, o.cols, logits, tgt, wide_sw, loss_scale, grad, sums + at);
+    } else {
+      be.loss(o.loss.kind, batch_params_[k], rows, o.cols, out, tgt, wide_sw, loss_scale, grad,
+              sums + at);
+    }
     // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
       if (m.graph != nullptr)  // i15-users: a traced metric
         traced_->metric(rank, m, count, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
-      else
+      else if (logits != nullptr && metric_takes_logits(m)) {
+        MetricSpec on_logits = m;
+        on_logits.from_logits = true;
+        be.metric(on_logits, rows, o.cols, logits, tgt, m.weighted ? wide_sw : nullptr,
+                  sums + state_at);
+      } else
         be.metric(m, rows, o.cols, out, tgt, m.weighted ? wide_sw : nullptr, sums + state_at);
       state_at += static_cast<size_t>(metric_state_size(m, o.cols));
     }

@@ -111,6 +111,14 @@ class Step {
   UpdatePipeline& update() { return update_; }
   // Keras regularizes and constrains trainable variables only (compile()).
   void set_trainable(const std::vector<char>& trainable);
+  // compile(): which outputs' cross-entropies take the logits of their
+  // softmax / sigmoid output, as Keras on TensorFlow does (its
+  // `_keras_logits`, docs in R/losses-probabilistic.R): the built-in
+  // categorical, sparse categorical and binary cross-entropy losses and
+  // metrics without from_logits, the binary focal loss on a sigmoid, on an
+  // output whose layer keeps its logits (Executor::output_logits_activation).
+  // The loss's gradient then goes to the logits (Executor::set_logits_grad).
+  void configure_logits(const CompileConfig& c);
 
  private:
   struct Replica;
@@ -140,6 +148,10 @@ class Step {
   std::vector<std::unique_ptr<Replica>> reps_;
   UpdatePipeline update_;
   std::vector<LossParams> batch_params_;  // one per output, for the step in flight
+  // configure_logits(): per output, the activation whose logits its
+  // cross-entropy metrics take (linear: none), and whether its loss does.
+  std::vector<Activation> logits_act_;
+  std::vector<char> loss_logits_;
 
   // ---- i14-monitor: where each training step's time goes ----
  public:

@@ -27,11 +27,14 @@ class ActivationLayer final : public Layer {
     if (a.d_in[0] == nullptr) return;
     const int64_t cols = a.in_shapes[0].last(), rows = a.rows * (a.in_shapes[0].numel() / cols);
     if (rows == 0) return;
-    if (act_ == Activation::linear)
+    if (act_ == Activation::linear || a.d_out_is_logits_grad)
       copy_floats(a.be, rows * cols, a.d_out, a.d_in[0]);
     else
       a.be.activation_backward(act_, rows, cols, a.in[0], a.out, a.d_out, a.d_in[0]);
   }
+  // Its input is the logits.
+  Activation logits_activation() const override { return logits_activation_of(act_); }
+  LogitsAt logits_at(const std::vector<Shape>&) const override { return {true, 0}; }
   Json config() const override {
     Json c = base_config(name_);
     c["activation"] = activation_name(act_);

@@ -27,8 +27,14 @@ class ActivationOp {
     if (a.d_in[0] == nullptr) return;
     const int64_t cols = a.in_shapes[0].last(), rows = a.rows * (a.in_shapes[0].numel() / cols);
     if (rows == 0) return;
-    a.be.activation_backward(act_, rows, cols, a.in[0], a.out, a.d_out, a.d_in[0], p_);
+    if (a.d_out_is_logits_grad)  // the logits are the input (logits_activation())
+      copy_floats(a.be, rows * cols, a.d_out, a.d_in[0]);
+    else
+      a.be.activation_backward(act_, rows, cols, a.in[0], a.out, a.d_out, a.d_in[0], p_);
   }
+  // The parametrised forms (ActivationParams) are not the activations Keras
+  // keeps logits for; a Softmax layer's is (over the last axis, its only one).
+  Activation logits_activation() const { return logits_activation_of(act_); }
 
  private:
   std::string who_;

@@ -70,12 +70,17 @@ class ConvLayer : public Layer {
     if (use_bias_) a.be.bias_add(m, filters_, a.params[1], z);
     if (act_ != Activation::linear) a.be.activation_forward(act_, m, filters_, z, a.out);
   }
+  // z follows the im2col columns in aux (forward).
+  Activation logits_activation() const override { return logits_activation_of(act_); }
+  LogitsAt logits_at(const std::vector<Shape>& in) const override {
+    return {false, conv_columns_per_row(geometry(in))};
+  }
   void backward(const BackwardArgs& a) const override {
     const ConvGeometry g = geometry(a.in_shapes);
     const int64_t m = a.rows * g.out_h * g.out_w;
     float* col = a.aux;
     float* dz = a.d_out;
-    if (a.rows > 0 && act_ != Activation::linear)
+    if (a.rows > 0 && act_ != Activation::linear && !a.d_out_is_logits_grad)
       a.be.activation_backward(act_, m, filters_, a.aux + conv_columns_per_row(g) * a.rows, a.out,
                                a.d_out, dz);
     // rows == 0 writes zero gradients (a replica with an empty slice).

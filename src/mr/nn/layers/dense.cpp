@@ -77,6 +77,9 @@ class Dense final : public Layer {
     if (use_bias_) a.be.bias_add(m, units_, a.params[1], z);
     if (act_ != Activation::linear) a.be.activation_forward(act_, m, units_, z, a.out);
   }
+  // z is at the start of aux (aux_per_row()).
+  Activation logits_activation() const override { return logits_activation_of(act_); }
+  LogitsAt logits_at(const std::vector<Shape>&) const override { return {}; }
   void backward(const BackwardArgs& a) const override {
     const int64_t k = a.in_shapes[0].last();
     const int64_t m = a.rows * (a.in_shapes[0].numel() / k);
@@ -87,7 +90,7 @@ class Dense final : public Layer {
       return;
     }
     float* dz = a.d_out;
-    if (act_ != Activation::linear)
+    if (act_ != Activation::linear && !a.d_out_is_logits_grad)
       a.be.activation_backward(act_, m, units_, a.aux, a.out, a.d_out, dz);
     if (lowp(a.be)) {
       // dz rounded too; dW = x^T dz and dx = dz W^T from the 16-bit copies,

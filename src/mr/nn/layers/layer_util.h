@@ -41,4 +41,11 @@ inline void copy_floats(Backend& be, int64_t count, const float* src, float* dst
   if (count > 0 && src != dst) be.copy(dst, src, static_cast<size_t>(count) * sizeof(float));
 }
 
+// The activation whose logits a layer applying `act` as its last step can
+// hand a cross-entropy (Layer::logits_activation): softmax over the last
+// axis and sigmoid, as Keras on TensorFlow keeps `_keras_logits` for them.
+inline Activation logits_activation_of(Activation act) {
+  return act == Activation::softmax || act == Activation::sigmoid ? act : Activation::linear;
+}
+
 }  // namespace mr

@@ -27,6 +27,9 @@ class Softmax final : public Layer {
   }
   void forward(const ForwardArgs& a) const override { op_.forward(a); }
   void backward(const BackwardArgs& a) const override { op_.backward(a); }
+  // Its input is the logits.
+  Activation logits_activation() const override { return op_.logits_activation(); }
+  LogitsAt logits_at(const std::vector<Shape>&) const override { return {true, 0}; }
   Json config() const override {
     Json c = base_config(name_);
     c["axis"] = axis_;
