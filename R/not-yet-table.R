@@ -5,7 +5,6 @@
 # table only shrinks. tests/testthat/test-keras3-exports.R checks that every
 # keras3 export is either implemented or here, with keras3's arguments.
 not_yet_table <- r"---(
-%<-active% | sym, value | surface
 %as% | ... | surface
 %py_class% | spec, body | python
 op_subset<- | x, ..., value | surface
@@ -274,11 +273,8 @@ new_learning_rate_schedule_class | classname, call = NULL, initialize = NULL, ge
 new_metric_class | classname, initialize = NULL, update_state = NULL, result = NULL, ..., public = list(), private = list(), inherit = NULL, parent_env = parent.frame() | surface
 newaxis | <object> | surface
 normalize | x, axis = -1L, order = 2L | later
-op_all | x, axis = NULL, keepdims = FALSE | surface
 op_angle | x | surface
-op_any | x, axis = NULL, keepdims = FALSE | surface
 op_append | x1, x2, axis = NULL | surface
-op_arange | start, end, step = 1L, dtype = NULL, include_end = TRUE | surface
 op_arccos | x | surface
 op_arccosh | x | surface
 op_arcsin | x | surface
@@ -286,15 +282,12 @@ op_arcsinh | x | surface
 op_arctan | x | surface
 op_arctan2 | x1, x2 | surface
 op_arctanh | x | surface
-op_argmin | x, axis = NULL, keepdims = FALSE, zero_indexed = FALSE | surface
 op_argpartition | x, kth, axis = -1L, zero_indexed = FALSE | surface
 op_argsort | x, axis = -1L, zero_indexed = FALSE | surface
 op_array | x, dtype = NULL | surface
 op_associative_scan | f, elems, reverse = FALSE, axis = 1L | surface
-op_average | x, axis = NULL, weights = NULL | surface
 op_average_pool | inputs, pool_size, strides = NULL, padding = "valid", data_format = NULL | surface
 op_bartlett | x | surface
-op_batch_normalization | x, mean, variance, axis, offset = NULL, scale = NULL, epsilon = 0.001 | surface
 op_bincount | x, weights = NULL, minlength = 0L, sparse = FALSE | surface
 op_bitwise_and | x, y | surface
 op_bitwise_invert | x | surface
@@ -304,75 +297,45 @@ op_bitwise_or | x, y | surface
 op_bitwise_right_shift | x, y | surface
 op_bitwise_xor | x, y | surface
 op_blackman | x | surface
-op_broadcast_to | x, shape | surface
-op_categorical_crossentropy | target, output, from_logits = FALSE, axis = -1L | surface
 op_cbrt | x | surface
 op_ceil | x | surface
-op_celu | x, alpha = 1 | surface
 op_cholesky | x | surface
 op_cond | pred, true_fn, false_fn | surface
 op_conj | x | surface
 op_conv | inputs, kernel, strides = 1L, padding = "valid", data_format = NULL, dilation_rate = 1L | surface
 op_conv_transpose | inputs, kernel, strides = 1L, padding = "valid", output_padding = NULL, data_format = NULL, dilation_rate = 1L | surface
-op_convert_to_array | x | surface
-op_convert_to_numpy | x | surface
-op_convert_to_tensor | x, dtype = NULL, sparse = NULL, ragged = NULL | surface
-op_copy | x | surface
 op_corrcoef | x | surface
 op_correlate | x1, x2, mode = "valid" | surface
 op_cos | x | surface
 op_cosh | x | surface
-op_count_nonzero | x, axis = NULL | surface
 op_cross | x1, x2, axisa = -1L, axisb = -1L, axisc = -1L, axis = NULL | surface
 op_ctc_decode | inputs, sequence_lengths, strategy = "greedy", beam_width = 100L, top_paths = 1L, merge_repeated = TRUE, mask_index = 1L | surface
 op_ctc_loss | target, output, target_length, output_length, mask_index = 1L | surface
 op_cumprod | x, axis = NULL, dtype = NULL | surface
 op_cumsum | x, axis = NULL, dtype = NULL | surface
 op_custom_gradient | f | surface
-op_deg2rad | x | surface
 op_depthwise_conv | inputs, kernel, strides = 1L, padding = "valid", data_format = NULL, dilation_rate = 1L | surface
 op_det | x | surface
 op_diag | x, k = 0L | surface
 op_diagflat | x, k = 0L | surface
-op_diagonal | x, offset = 0L, axis1 = 1L, axis2 = 2L | surface
 op_diff | a, n = 1L, axis = -1L | surface
 op_digitize | x, bins, zero_indexed = FALSE | surface
-op_divide_no_nan | x1, x2 | surface
-op_dot | x1, x2 | surface
 op_dot_product_attention | query, key, value, bias = NULL, mask = NULL, scale = NULL, is_causal = FALSE, flash_attention = NULL, attn_logits_soft_cap = NULL | surface
-op_dtype | x | surface
 op_eig | x | surface
 op_eigh | x | surface
 op_einsum | subscripts, ... | surface
-op_elu | x, alpha = 1 | surface
-op_empty | shape, dtype = NULL | surface
 op_erf | x | surface
 op_erfinv | x | surface
-op_exp2 | x | surface
-op_expm1 | x | surface
 op_extract_sequences | x, sequence_length, sequence_stride | surface
-op_eye | N, M = NULL, k = 0L, dtype = NULL | surface
 op_fft | x | surface
 op_fft2 | x | surface
-op_flip | x, axis = NULL | surface
 op_floor | x | surface
 op_floor_divide | x1, x2 | surface
 op_fori_loop | lower, upper, body_fun, init_val | surface
-op_full | shape, fill_value, dtype = NULL | surface
-op_full_like | x, fill_value, dtype = NULL | surface
 op_get_item | x, key | surface
-op_glu | x, axis = -1L | surface
 op_hamming | x | surface
 op_hanning | x | surface
-op_hard_shrink | x, threshold = 0.5 | surface
-op_hard_sigmoid | x | surface
-op_hard_silu | x | surface
-op_hard_swish | x | surface
-op_hard_tanh | x | surface
-op_heaviside | x1, x2 | surface
 op_histogram | x, bins = 10L, range = NULL | surface
-op_hstack | xs, ... | surface
-op_identity | n, dtype = NULL | surface
 op_ifft2 | x | surface
 op_imag | x | surface
 op_image_affine_transform | images, transform, interpolation = "bilinear", fill_mode = "constant", fill_value = 0L, data_format = NULL | images
@@ -388,30 +351,14 @@ op_image_resize | images, size, interpolation = "bilinear", antialias = FALSE, c
 op_image_rgb_to_grayscale | images, data_format = NULL | images
 op_image_rgb_to_hsv | images, data_format = NULL | images
 op_in_top_k | targets, predictions, k | surface
-op_inner | x1, x2 | surface
 op_inv | x | surface
 op_irfft | x, fft_length = NULL | surface
-op_is_tensor | x | surface
 op_isclose | x1, x2, rtol = 1e-05, atol = 1e-08, equal_nan = FALSE | surface
-op_isfinite | x | surface
-op_isinf | x | surface
-op_isnan | x | surface
 op_istft | x, sequence_length, sequence_stride, fft_length, length = NULL, window = "hann", center = TRUE | surface
 op_kaiser | x, beta | surface
 op_layer_normalization | x, gamma = NULL, beta = NULL, axis = -1L, epsilon = NULL, ... | surface
-op_leaky_relu | x, negative_slope = 0.2 | surface
 op_left_shift | x, y | surface
-op_linspace | start, stop, num = 50L, endpoint = TRUE, retstep = FALSE, dtype = NULL, axis = 1L | surface
-op_log10 | x | surface
-op_log2 | x | surface
-op_log_sigmoid | x | surface
-op_logaddexp | x1, x2 | surface
 op_logdet | x | surface
-op_logical_and | x1, x2 | surface
-op_logical_not | x | surface
-op_logical_or | x1, x2 | surface
-op_logical_xor | x1, x2 | surface
-op_logspace | start, stop, num = 50L, endpoint = TRUE, base = 10L, dtype = NULL, axis = 1L | surface
 op_lstsq | a, b, rcond = NULL | surface
 op_lu_factor | x | surface
 op_map | xs, f | surface
@@ -419,17 +366,9 @@ op_max_pool | inputs, pool_size, strides = NULL, padding = "valid", data_format 
 op_median | x, axis = NULL, keepdims = FALSE | surface
 op_meshgrid | ..., indexing = "xy" | surface
 op_mod | x1, x2 | surface
-op_moments | x, axes, keepdims = FALSE, synchronized = FALSE | surface
-op_moveaxis | x, source, destination | surface
 op_multi_hot | inputs, num_classes, axis = -1L, dtype = NULL, sparse = FALSE, ... | surface
-op_nan_to_num | x, nan = 0, posinf = NULL, neginf = NULL | surface
-op_ndim | x | surface
 op_nonzero | x | surface
 op_norm | x, ord = NULL, axis = NULL, keepdims = FALSE | surface
-op_normalize | x, axis = -1L, order = 2L, epsilon = NULL | surface
-op_ones | shape, dtype = NULL | surface
-op_ones_like | x, dtype = NULL | surface
-op_outer | x1, x2 | surface
 op_pad | x, pad_width, mode = "constant", constant_values = NULL | surface
 op_pmax | x1, x2 | surface
 op_pmin | x1, x2 | surface
@@ -438,19 +377,12 @@ op_prod | x, axis = NULL, keepdims = FALSE, dtype = NULL | surface
 op_psnr | x1, x2, max_val | surface
 op_qr | x, mode = "reduced" | surface
 op_quantile | x, q, axis = NULL, method = "linear", keepdims = FALSE | surface
-op_ravel | x | surface
 op_real | x | surface
 op_rearrange | tensor, pattern, ... | surface
-op_reciprocal | x | surface
-op_relu6 | x | surface
-op_repeat | x, repeats, axis = NULL | surface
 op_rfft | x, fft_length = NULL | surface
 op_right_shift | x, y | surface
-op_rms_normalization | x, scale = NULL, axis = -1L, epsilon = NULL | surface
-op_roll | x, shift, axis = NULL | surface
 op_rot90 | array, k = 1L, axes = list(1L, 2L) | surface
 op_round | x, decimals = 0L | surface
-op_rsqrt | x | surface
 op_saturate_cast | x, dtype | surface
 op_scan | f, init, xs = NULL, length = NULL, reverse = FALSE, unroll = 1L | surface
 op_scatter | indices, values, shape | surface
@@ -459,56 +391,33 @@ op_searchsorted | sorted_sequence, values, side = "left", zero_indexed = FALSE |
 op_segment_max | data, segment_ids, num_segments = NULL, sorted = FALSE | surface
 op_segment_sum | data, segment_ids, num_segments = NULL, sorted = FALSE | surface
 op_select | condlist, choicelist, default = 0L | surface
-op_selu | x | surface
 op_separable_conv | inputs, depthwise_kernel, pointwise_kernel, strides = 1L, padding = "valid", data_format = NULL, dilation_rate = 1L | surface
-op_shape | x | surface
 op_signbit | x | surface
 op_sin | x | surface
 op_sinh | x | surface
-op_size | x | surface
 op_slice | inputs, start_indices, shape | surface
 op_slice_update | inputs, start_indices, updates | surface
 op_slogdet | x | surface
-op_soft_shrink | x, threshold = 0.5 | surface
-op_softplus | x | surface
-op_softsign | x | surface
 op_solve | a, b | surface
 op_solve_triangular | a, b, lower = FALSE | surface
 op_sort | x, axis = -1L | surface
-op_sparse_plus | x | surface
 op_sparse_sigmoid | x | surface
 op_sparsemax | x, axis = -1L | surface
-op_split | x, indices_or_sections, axis = 1L | surface
-op_squareplus | x, b = 4L | surface
 op_stft | x, sequence_length, sequence_stride, fft_length, window = "hann", center = TRUE | surface
 op_subset | x, ... | surface
 op_subset_set | x, ..., value | surface
 op_svd | x, full_matrices = TRUE, compute_uv = TRUE | surface
-op_swapaxes | x, axis1, axis2 | surface
 op_switch | index, branches, ... | surface
 op_take | x, indices, axis = NULL, zero_indexed = FALSE | surface
 op_tan | x | surface
-op_tanh_shrink | x | surface
-op_tensordot | x1, x2, axes = 3L | surface
-op_threshold | x, threshold, default_value | surface
-op_tile | x, repeats | surface
 op_top_k | x, k, sorted = TRUE, zero_indexed = FALSE | surface
-op_trace | x, offset = 0L, axis1 = 1L, axis2 = 2L | surface
-op_tri | N, M = NULL, k = 0L, dtype = NULL | surface
-op_tril | x, k = 0L | surface
-op_triu | x, k = 0L | surface
 op_trunc | x | surface
 op_unravel_index | indices, shape | surface
-op_unstack | x, num = NULL, axis = 1L | surface
-op_vdot | x1, x2 | surface
 op_vectorize | func, ..., excluded = NULL, signature = NULL | surface
 op_vectorized_map | elements, f | surface
 op_view_as_complex | x | surface
 op_view_as_real | x | surface
-op_vstack | xs, ... | surface
 op_while_loop | cond, body, loop_vars, maximum_iterations = NULL | surface
-op_zeros | shape, dtype = NULL | surface
-op_zeros_like | x, dtype = NULL | surface
 optimizer_adafactor | learning_rate = 0.001, beta_2_decay = -0.8, epsilon_1 = 1e-30, epsilon_2 = 0.001, clip_threshold = 1, relative_step = TRUE, weight_decay = NULL, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, name = "adafactor", ..., loss_scale_factor = NULL, gradient_accumulation_steps = NULL | later
 optimizer_muon | learning_rate = 0.001, adam_beta_1 = 0.9, adam_beta_2 = 0.999, epsilon = 1e-07, weight_decay = 0.1, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, loss_scale_factor = NULL, gradient_accumulation_steps = NULL, name = "muon", exclude_layers = NULL, exclude_embeddings = TRUE, muon_a = 3.4445, muon_b = -4.775, muon_c = 2.0315, adam_lr_ratio = 0.1, momentum = 0.95, ns_steps = 6L, nesterov = TRUE, ... | later
 pad_sequences | sequences, maxlen = NULL, dtype = "int32", padding = "pre", truncating = "pre", value = 0 | text

@@ -10,7 +10,8 @@
 #' receives one; `self$add_weight(shape = )` takes one.
 #'
 #' @param ... Dimensions: integers, `NA`/`NULL`, shapes, integer vectors,
-#'   or a traced tensor or array (its shape).
+#'   or a traced tensor, a symbolic tensor ([keras_input()]) or an array
+#'   (its shape).
 #' @return A `keras_shape`: a list of integers and `NULL`s. `as.integer()`
 #'   gives the dims with `NA` for unknown ones.
 #' @family layers
@@ -19,11 +20,13 @@
 #' s
 #' shape(tail(s, 1), 10)
 #' as.integer(s)
+#' shape(keras_input(c(3, 4)))
 #' @export
 shape <- function(...) {
   fix <- function(x) {
     if (inherits(x, "keras_shape")) return(lapply(x, function(d) d %||% NA_integer_))
     if (is_traced_tensor(x)) return(as.list(x$shape))
+    if (is_keras_tensor(x)) return(as.list(c(NA_integer_, x$shape)))
     if (is.array(x)) return(as.list(dim(x)))
     if (is.null(x) || (length(x) == 1 && is.atomic(x) && is.na(x))) return(list(NA_integer_))
     if (is.list(x)) return(unlist(lapply(x, fix), recursive = FALSE))
