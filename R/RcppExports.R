@@ -277,6 +277,18 @@ cpp_model_finalize_optimizer <- function(ptr) {
     invisible(.Call(`_mirrored_cpp_model_finalize_optimizer`, ptr))
 }
 
+cpp_random_draws <- function(kind, n, a, b, seed, counter, float32) {
+    .Call(`_mirrored_cpp_random_draws`, kind, n, a, b, seed, counter, float32)
+}
+
+cpp_random_permutation <- function(n, seed, counter) {
+    .Call(`_mirrored_cpp_random_permutation`, n, seed, counter)
+}
+
+cpp_random_categorical <- function(logits, rows, classes, samples, seed, counter) {
+    .Call(`_mirrored_cpp_random_categorical`, logits, rows, classes, samples, seed, counter)
+}
+
 cpp_class_weight_source <- function(source, parts, weights, arg) {
     .Call(`_mirrored_cpp_class_weight_source`, source, parts, weights, arg)
 }

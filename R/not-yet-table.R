@@ -426,17 +426,6 @@ py_require | ... | python
 py_to_r | ... | python
 quantize_weights | object, mode, ... | later
 r_to_py | ... | python
-random_beta | shape, alpha, beta, dtype = NULL, seed = NULL | surface
-random_binomial | shape, counts, probabilities, dtype = NULL, seed = NULL | surface
-random_categorical | logits, num_samples, dtype = "int32", seed = NULL, zero_indexed = FALSE | surface
-random_dropout | inputs, rate, noise_shape = NULL, seed = NULL | surface
-random_gamma | shape, alpha, dtype = NULL, seed = NULL | surface
-random_integer | shape, minval, maxval, dtype = "int32", seed = NULL | surface
-random_normal | shape, mean = 0, stddev = 1, dtype = NULL, seed = NULL | surface
-random_seed_generator | seed = NULL, name = NULL, ... | surface
-random_shuffle | x, axis = 1L, seed = NULL | surface
-random_truncated_normal | shape, mean = 0, stddev = 1, dtype = NULL, seed = NULL | surface
-random_uniform | shape, minval = 0, maxval = 1, dtype = NULL, seed = NULL | surface
 rnn_cell_gru | units, activation = "tanh", recurrent_activation = "sigmoid", use_bias = TRUE, kernel_initializer = "glorot_uniform", recurrent_initializer = "orthogonal", bias_initializer = "zeros", kernel_regularizer = NULL, recurrent_regularizer = NULL, bias_regularizer = NULL, kernel_constraint = NULL, recurrent_constraint = NULL, bias_constraint = NULL, dropout = 0, recurrent_dropout = 0, reset_after = TRUE, seed = NULL, ... | recurrent
 rnn_cell_lstm | units, activation = "tanh", recurrent_activation = "sigmoid", use_bias = TRUE, kernel_initializer = "glorot_uniform", recurrent_initializer = "orthogonal", bias_initializer = "zeros", unit_forget_bias = TRUE, kernel_regularizer = NULL, recurrent_regularizer = NULL, bias_regularizer = NULL, kernel_constraint = NULL, recurrent_constraint = NULL, bias_constraint = NULL, dropout = 0, recurrent_dropout = 0, seed = NULL, ... | recurrent
 rnn_cell_simple | units, activation = "tanh", use_bias = TRUE, kernel_initializer = "glorot_uniform", recurrent_initializer = "orthogonal", bias_initializer = "zeros", kernel_regularizer = NULL, recurrent_regularizer = NULL, bias_regularizer = NULL, kernel_constraint = NULL, recurrent_constraint = NULL, bias_constraint = NULL, dropout = 0, recurrent_dropout = 0, seed = NULL, ... | recurrent

@@ -827,6 +827,52 @@ BEGIN_RCPP
     return R_NilValue;
 END_RCPP
 }
+// cpp_random_draws
+Rcpp::NumericVector cpp_random_draws(std::string kind, double n, Rcpp::NumericVector a, Rcpp::NumericVector b, double seed, double counter, bool float32);
+RcppExport SEXP _mirrored_cpp_random_draws(SEXP kindSEXP, SEXP nSEXP, SEXP aSEXP, SEXP bSEXP, SEXP seedSEXP, SEXP counterSEXP, SEXP float32SEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::string >::type kind(kindSEXP);
+    Rcpp::traits::input_parameter< double >::type n(nSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type a(aSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type b(bSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< double >::type counter(counterSEXP);
+    Rcpp::traits::input_parameter< bool >::type float32(float32SEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_random_draws(kind, n, a, b, seed, counter, float32));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_random_permutation
+Rcpp::IntegerVector cpp_random_permutation(double n, double seed, double counter);
+RcppExport SEXP _mirrored_cpp_random_permutation(SEXP nSEXP, SEXP seedSEXP, SEXP counterSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< double >::type n(nSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< double >::type counter(counterSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_random_permutation(n, seed, counter));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_random_categorical
+Rcpp::IntegerVector cpp_random_categorical(Rcpp::NumericVector logits, double rows, double classes, double samples, double seed, double counter);
+RcppExport SEXP _mirrored_cpp_random_categorical(SEXP logitsSEXP, SEXP rowsSEXP, SEXP classesSEXP, SEXP samplesSEXP, SEXP seedSEXP, SEXP counterSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type logits(logitsSEXP);
+    Rcpp::traits::input_parameter< double >::type rows(rowsSEXP);
+    Rcpp::traits::input_parameter< double >::type classes(classesSEXP);
+    Rcpp::traits::input_parameter< double >::type samples(samplesSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< double >::type counter(counterSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_random_categorical(logits, rows, classes, samples, seed, counter));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_class_weight_source
 SEXP cpp_class_weight_source(SEXP source, double parts, std::vector<double> weights, std::string arg);
 RcppExport SEXP _mirrored_cpp_class_weight_source(SEXP sourceSEXP, SEXP partsSEXP, SEXP weightsSEXP, SEXP argSEXP) {
@@ -1320,6 +1366,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_lr_schedule_values", (DL_FUNC) &_mirrored_cpp_lr_schedule_values, 2},
     {"_mirrored_cpp_model_current_learning_rate", (DL_FUNC) &_mirrored_cpp_model_current_learning_rate, 1},
     {"_mirrored_cpp_model_finalize_optimizer", (DL_FUNC) &_mirrored_cpp_model_finalize_optimizer, 1},
+    {"_mirrored_cpp_random_draws", (DL_FUNC) &_mirrored_cpp_random_draws, 7},
+    {"_mirrored_cpp_random_permutation", (DL_FUNC) &_mirrored_cpp_random_permutation, 3},
+    {"_mirrored_cpp_random_categorical", (DL_FUNC) &_mirrored_cpp_random_categorical, 6},
     {"_mirrored_cpp_class_weight_source", (DL_FUNC) &_mirrored_cpp_class_weight_source, 4},
     {"_mirrored_cpp_json_parse", (DL_FUNC) &_mirrored_cpp_json_parse, 2},
     {"_mirrored_cpp_json_serialize", (DL_FUNC) &_mirrored_cpp_json_serialize, 1},
