@@ -26,11 +26,14 @@ register_layer_models <- function(model) {
 # The model whose weights a layer shows: the last registered model that still
 # holds it (a sequential model may have been rebuilt without it).
 layer_host_model <- function(layer) {
+  # The layer's standalone model (R/layer-eager.R) only when no other holds it.
+  standalone <- layer$standalone$model
   for (m in rev(layer$models)) {
+    if (!is.null(standalone) && identical(m, standalone)) next
     g <- m$graph()
     if (!is.null(g) && any(vapply(g$nodes, function(n) identical(n$layer, layer), logical(1)))) return(m)
   }
-  NULL
+  standalone
 }
 
 # Indices (1-based, into model$get_weights()) of the variables of `layer`,

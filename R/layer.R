@@ -32,6 +32,9 @@ LayerNode <- R6::R6Class("mirrored_layer",
     built_weights = NULL,
     # The output tensor of the layer's last call (layer$output).
     last_output = NULL,
+    # The layer's own model when it is built or called on arrays outside a
+    # model: list(model, inputs_shapes) (R/layer-eager.R).
+    standalone = NULL,
     initialize = function(class_name, config, input_shape = NULL, call = sys.call(-1)) {
       self$class_name <- class_name
       self$seed <- draw_seed()
@@ -44,6 +47,9 @@ LayerNode <- R6::R6Class("mirrored_layer",
     # keras3's layer methods (R/layer-weights.R): the weights of the model
     # holding the layer.
     get_weights = function() layer_get_weights(self),
+    # keras3's build(input_shape): makes the weights for inputs of that
+    # (full, batch-first) shape (R/layer-eager.R).
+    build = function(input_shape) layer_build(self, input_shape, call = sys.call()),
     set_weights = function(weights) layer_set_weights(self, weights, call = sys.call()),
     count_params = function() count_params(self),
     # The core's answer for these per-sample input shapes (a list of shapes):
@@ -63,6 +69,7 @@ LayerNode <- R6::R6Class("mirrored_layer",
     }
   ),
   active = list(
+    built = function() !is.null(self$built_weights),
     # Keras' trainable flag (R/freeze.R), kept in the config.
     trainable = function(value) {
       if (missing(value)) return(!identical(self$config$trainable, FALSE))
@@ -109,15 +116,16 @@ as_layer_function <- function(layer) {
 make_layer_function <- function(layer) {
   force(layer)
   f <- function(inputs, ...) {
-    if (...length()) {
-      abort_value("Unknown argument{?s} to layer {.val {layer$name}}: a layer is called on its inputs only.",
-                  call = sys.call())
-    }
+    call <- sys.call()
+    training <- call_training_arg(list(...), "layer", layer$name, call)
     if (missing(inputs)) {
       abort_value("Layer {.val {layer$name}} must be called on a symbolic tensor (or a list of them).",
-                  call = sys.call())
+                  call = call)
     }
-    call_layer(layer, inputs, call = sys.call())
+    # keras3: a layer called on a sequential model is added to it.
+    if (inherits(inputs, "mirrored_sequential")) return(compose_layer(inputs, layer, call = call))
+    if (is_eager_input(inputs)) return(eager_layer_call(layer, inputs, training, call))
+    call_layer(layer, inputs, training = training, call = call)
   }
   class(f) <- c("mirrored_layer_function", "mirrored_layer", "function")
   f
@@ -191,8 +199,9 @@ next_node_id <- function() {
 }
 
 # A symbolic tensor: the output of one node (a layer applied to inputs).
-keras_tensor <- function(layer, inputs, shape) {
-  structure(list(node = list(id = next_node_id(), layer = layer, inputs = inputs),
+# `training`: keras3's training argument of the call (NULL: none).
+keras_tensor <- function(layer, inputs, shape, training = NULL) {
+  structure(list(node = list(id = next_node_id(), layer = layer, inputs = inputs, training = training),
                  shape = as.integer(shape), dtype = "float32"),
             class = "mirrored_keras_tensor")
 }
@@ -230,8 +239,27 @@ compose_layer <- function(object, layer, call = sys.call(-1)) {
                 "or missing; not {describe(object)}."), call = call)
 }
 
+# The `training` argument of a call of a layer or model (keras3's
+# `layer(x, training = )`): NULL, TRUE or FALSE; any other argument is an
+# error naming the layer.
+call_training_arg <- function(dots, what, name, call) {
+  nms <- names(dots) %||% rep("", length(dots))
+  unknown <- setdiff(nms, "training")
+  if (length(unknown) || any(!nzchar(nms))) {
+    bad <- if (any(!nzchar(nms))) "an unnamed argument" else paste0("{.arg ", unknown[1], "}")
+    abort_value(paste0("Unknown argument to ", what, " {.val {name}}: ", bad, "; a ", what,
+                       " is called on its inputs (and {.arg training})."), call = call)
+  }
+  training <- dots$training
+  if (!is.null(training) && !(is.logical(training) && length(training) == 1 && !is.na(training))) {
+    abort_value("{.arg training} must be TRUE, FALSE or NULL, not {describe(training)}.", call = call)
+  }
+  training
+}
+
 # `x`: one symbolic tensor, or a list of them for layers of several inputs.
-call_layer <- function(layer, x, call = sys.call(-1)) {
+# `training`: NULL (the step decides) or TRUE / FALSE for this call.
+call_layer <- function(layer, x, training = NULL, call = sys.call(-1)) {
   layer <- layer_object(layer)
   xs <- if (is_keras_tensor(x)) list(x) else x
   if (!is.list(xs) || inherits(xs, "mirrored_model") || !length(xs) ||
@@ -252,7 +280,11 @@ call_layer <- function(layer, x, call = sys.call(-1)) {
                           i = "A shared layer has one set of weights: call it on inputs of compatible shapes."),
                call = call)
   }
-  t <- keras_tensor(layer, xs, as.integer(spec$output_shape))
+  if (isTRUE(training)) {
+    abort_not_yet("Calling layer {.val {layer$name}} with {.code training = TRUE} is not supported yet: give {.code training = FALSE} (inference mode in every pass) or leave it out.",
+                  call = call)
+  }
+  t <- keras_tensor(layer, xs, as.integer(spec$output_shape), training)
   layer$last_output <- t
   t
 }

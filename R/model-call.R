@@ -36,15 +36,19 @@ as_model_function <- function(model) {
 make_model_function <- function(model) {
   force(model)
   f <- function(inputs, ...) {
-    if (...length()) {
-      abort_value("Unknown argument{?s} to model {.val {model$name}}: a model is called on its inputs only.",
-                  call = sys.call())
-    }
+    call <- sys.call()
+    training <- call_training_arg(list(...), "model", model$name, call)
     if (missing(inputs)) {
       abort_value("Model {.val {model$name}} must be called on a symbolic tensor (or a list of them).",
-                  call = sys.call())
+                  call = call)
     }
-    call_model(model, inputs, call = sys.call())
+    # keras3: a model called on a sequential model is added to it as a layer.
+    if (inherits(inputs, "mirrored_sequential")) {
+      inputs$add(model)
+      return(invisible(inputs))
+    }
+    if (is_eager_input(inputs)) return(eager_model_call(model, inputs, training, call))
+    call_model(model, inputs, training = training, call = call)
   }
   class(f) <- c("mirrored_model_function", setdiff(class(model), "R6"), "function")
   f
@@ -97,7 +101,7 @@ keras_model_class <- function(model) {
 # `x`: one symbolic tensor, or a list of them (one per input of the model).
 # Returns the output tensor, or a list of them (named as the model's outputs
 # when keras_model() was given a named list).
-call_model <- function(model, x, call = sys.call(-1)) {
+call_model <- function(model, x, training = NULL, call = sys.call(-1)) {
   model <- model_object(model)
   xs <- if (is_keras_tensor(x)) list(x) else x
   if (!is.list(xs) || inherits(xs, "mirrored_model") || !length(xs) ||
@@ -133,16 +137,22 @@ call_model <- function(model, x, call = sys.call(-1)) {
     abort_not_yet("Model {.val {model$name}} returns one of its inputs unchanged; calling such a model is not supported yet.",
                   call = call)
   }
+  if (isTRUE(training)) {
+    abort_not_yet("Calling model {.val {model$name}} with {.code training = TRUE} is not supported yet: give {.code training = FALSE} (inference mode in every pass) or leave it out.",
+                  call = call)
+  }
   scope <- new.env(parent = emptyenv())
   scope$model <- model
   scope$id <- next_node_id()
   scope$inputs <- xs
+  scope$training <- training
   out <- vector("list", length(g$nodes))
   out[g$inputs + 1L] <- xs
   for (k in seq_along(g$nodes)) {
     n <- g$nodes[[k]]
     if (!is.null(out[[k]])) next
-    t <- keras_tensor(n$layer, out[n$inputs + 1L], n$shape)
+    # A call's own training argument wins over the enclosing call's (Keras).
+    t <- keras_tensor(n$layer, out[n$inputs + 1L], n$shape, n$training %||% training)
     t$node$scope <- scope
     out[[k]] <- t
   }

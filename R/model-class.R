@@ -115,7 +115,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
       nodes <- lapply(seq_along(g$nodes), function(k) {
         n <- g$nodes[[k]]
         list(class_name = n$layer$class_name, name = n$layer$name, inputs = as.integer(n$inputs),
-             config = n$layer$config, seed = n$layer$seed, shares = shares[k])
+             config = n$layer$config, seed = n$layer$seed, shares = shares[k], training = n$training)
       })
       s <- self$strategy
       private$.ptr <- with_core(cpp_model_new(nodes, as.integer(g$inputs), as.integer(g$outputs),

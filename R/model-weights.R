@@ -1,11 +1,18 @@
-#' Get or set the weights of a model
+#' Get or set the weights of a model or a layer
 #'
 #' Weights come in Keras' order (layer by layer, kernel then bias) and
 #' shapes (a Dense kernel is `input_dim x units`, a bias a 1-d array). On a
 #' model with several replicas, `get_weights()` reads the first replica
 #' (all are identical) and `set_weights()` writes every replica.
 #'
-#' @param object A model.
+#' A layer's weights exist once it is built: by `layer$build(input_shape)`
+#' (a full shape, batch axis first: `layer$build(shape(NULL, 4))`), by a
+#' call on arrays (`layer(x)`, which computes the layer in inference mode
+#' and returns an array, as `model(x)` does for a model), or by the model it
+#' is in. A model built with a layer starts from the layer's weights, and a
+#' layer in a model shows (and sets) the model's.
+#'
+#' @param object A model or a layer.
 #' @param weights A list of arrays as `get_weights()` returns.
 #' @param ... Must be empty: an unknown argument is an error.
 #' @return `get_weights()`: a list of arrays. `set_weights()`: the model,
@@ -18,6 +25,10 @@
 #' str(w)
 #' w[[2]][] <- 1
 #' set_weights(model, w)
+#' dense <- layer_dense(units = 2)
+#' dense$build(shape(NULL, 3))
+#' str(get_weights(dense))
+#' dense(matrix(1, 2, 3))
 #' @export
 get_weights <- function(object, ...) UseMethod("get_weights")
 

@@ -304,7 +304,8 @@ collect_model_graph <- function(inputs, outputs, call = sys.call(-1)) {
     nodes = lapply(seq_along(nodes), function(k) {
       t <- nodes[[k]]
       list(layer = t$node$layer, shape = t$shape, id = t$node$id, scope = t$node$scope, tensor = t,
-           inputs = match(vapply(t$node$inputs, function(i) i$node$id, integer(1)), ids) - 1L)
+           inputs = match(vapply(t$node$inputs, function(i) i$node$id, integer(1)), ids) - 1L,
+           training = t$node$training)
     }),
     inputs = match(input_ids, ids) - 1L,
     outputs = match(vapply(outputs, function(t) t$node$id, integer(1)), ids) - 1L

@@ -64,7 +64,9 @@ inbound_nodes_json <- function(calls, kwargs) {
                          keras_history = list(h$name, as.integer(h$node_index), as.integer(h$tensor %||% 0L))))
     })
     # A layer of several inputs is called on one list of tensors.
-    list(args = if (length(tensors) == 1) tensors else list(tensors), kwargs = kwargs)
+    kw <- kwargs
+    if (!is.null(attr(history, "training"))) kw <- c(list(training = attr(history, "training")), kw)
+    list(args = if (length(tensors) == 1) tensors else list(tensors), kwargs = kw)
   })
 }
 
@@ -155,10 +157,14 @@ model_inner_config <- function(model) {
   layers <- lapply(Filter(function(e) e$owner, entries), function(e) {
     calls <- Filter(function(f) identical(key(f), key(e)), entries)
     hist <- lapply(calls, function(f) {
-      lapply(f$inputs, function(i) {
+      h <- lapply(f$inputs, function(i) {
         r <- refs[[i + 1]]
         list(name = r$name, shape = nodes[[i + 1]]$shape, node_index = r$call, tensor = r$tensor)
       })
+      # keras3's training argument of the call (a model call's, or a layer's).
+      n1 <- nodes[[f$nodes[1]]]
+      attr(h, "training") <- if (!is.null(f$model)) n1$scope$training else n1$training
+      h
     })
     if (!is.null(e$model)) return(nested_model_entry(e$model, TRUE, hist))
     in_shape <- if (length(e$inputs) == 1) nodes[[e$inputs[1] + 1]]$shape
@@ -318,7 +324,10 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
         is.list(h) && length(h) >= 2 && is.character(h[[1]]) && is.numeric(h[[2]])
       }, logical(1)))
       if (!ok) abort_config(what, "layer {.val {lname}} has inputs mirrored cannot read (keras_history expected).")
-      pending[[length(pending) + 1L]] <- list(layer = layer, name = lname, call = k, hist = hist)
+      training <- cfg_get(cfg_get(nodes[[k]], "kwargs", list()), "training")
+      if (!(is.null(training) || isFALSE(training) || isTRUE(training))) training <- NULL
+      pending[[length(pending) + 1L]] <- list(layer = layer, name = lname, call = k, hist = hist,
+                                              training = training)
     }
   }
   ready <- function(p) all(vapply(p$hist, function(h) length(tensors[[h[[1]]]]) > h[[2]], logical(1)))
@@ -337,7 +346,8 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
       if (is.null(tensors[[p$name]])) tensors[[p$name]] <- list()
       arg <- if (length(ins) == 1) ins[[1]] else ins
       # Each call's outputs, as a list (a nested model may have several).
-      out <- if (inherits(p$layer, "mirrored_model")) call_model(p$layer, arg) else call_layer(p$layer, arg)
+      out <- if (inherits(p$layer, "mirrored_model")) call_model(p$layer, arg, training = p$training)
+             else call_layer(p$layer, arg, training = p$training)
       tensors[[p$name]][[p$call]] <- if (is_keras_tensor(out)) list(out) else unname(out)
       pending[[j]] <- NULL
       progress <- TRUE

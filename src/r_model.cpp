@@ -54,6 +54,9 @@ SEXP cpp_model_new(Rcpp::List nodes, Rcpp::IntegerVector inputs, Rcpp::IntegerVe
                                  mr_glue::json_from_r(nd["config"]),
                                  static_cast<uint64_t>(Rcpp::as<double>(nd["seed"])));
       g.inputs = Rcpp::as<std::vector<int>>(nd["inputs"]);
+      // keras3's training = FALSE on the call that made this node.
+      if (nd.containsElementNamed("training") && !Rf_isNull(nd["training"]))
+        g.training = Rcpp::as<bool>(nd["training"]) ? 1 : 0;
       gn.push_back(std::move(g));
     }
     auto graph = std::make_shared<const mr::Graph>(

@@ -159,6 +159,7 @@ void Executor::forward(const Pass& p) {
 }
 
 bool Executor::node_training(const Pass& p, int i) const {
+  if (graph_.node(i).training == 0) return false;  // called with training = FALSE
   if (!p.training || p.frozen == nullptr) return p.training;
   return !(p.frozen[graph_.owner(i)] != 0 && graph_.layer(i).frozen_runs_inference());
 }

@@ -26,6 +26,10 @@ struct GraphNode {
   std::unique_ptr<Layer> layer;
   std::vector<int> inputs;  // indices of earlier nodes
   int shares = -1;          // index of the earlier node whose layer and variables it uses
+  // keras3's `layer(x, training = FALSE)` / `model(x, training = FALSE)`:
+  // 0 runs this node in inference mode in every pass (a fine-tuned base
+  // model's BatchNormalization and Dropout); -1 follows the pass.
+  int training = -1;
 };
 
 // Variables are aligned to 16 floats (64 bytes) inside the flat buffers so
