@@ -385,8 +385,8 @@ cpp_evaluate <- function(model, source, max_batches, batch_begin, batch_end, pro
     .Call(`_mirrored_cpp_evaluate`, model, source, max_batches, batch_begin, batch_end, progress, progress_interval)
 }
 
-cpp_predict <- function(model, source, max_batches, progress, progress_interval) {
-    .Call(`_mirrored_cpp_predict`, model, source, max_batches, progress, progress_interval)
+cpp_predict <- function(model, source, max_batches, batch_begin, batch_end, progress, progress_interval) {
+    .Call(`_mirrored_cpp_predict`, model, source, max_batches, batch_begin, batch_end, progress, progress_interval)
 }
 
 cpp_workers_new <- function(cluster_json, env, local_replicas, gpu, timeout, implementation) {

@@ -126,11 +126,16 @@ CallbackList <- R6::R6Class("CallbackList",
   )
 )
 
+# Logs reach callbacks as a named list, an empty one included (keras3's
+# `Named list()`: a dict from Keras), so `names(logs)` is never NULL.
 normalize_logs <- function(logs) {
-  if (is.null(logs)) return(list())
+  if (is.null(logs)) return(empty_logs())
   if (!is.list(logs)) logs <- as.list(logs)
+  if (is.null(names(logs))) names(logs) <- rep("", length(logs))
   logs
 }
+
+empty_logs <- function() structure(list(), names = character(0))
 
 is_named_list <- function(x) {
   is.list(x) && !is.object(x) && length(x) > 0L && !is.null(names(x)) &&

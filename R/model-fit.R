@@ -289,7 +289,7 @@ predict.mirrored_model <- function(object, x, ..., batch_size = NULL,
                        list(verbose = verbose, epochs = 1L, steps = nsteps))
   hooks <- loop_hooks(cbl, "predict")
   cbl$on_predict_begin(list())
-  out <- with_core(cpp_predict(model$ptr(), data, steps %||% -1, hooks$progress, 0.05))
+  out <- with_core(cpp_predict(model$ptr(), data, steps %||% -1, hooks$begin, hooks$end, hooks$progress, 0.05))
   if (is.null(out)) signal_interrupt()
   cbl$on_predict_end(list())
   predict_result(model, out)
@@ -407,7 +407,15 @@ loop_hooks <- function(cbl, kind, offset = 0L) {
   begin <- end <- progress <- NULL
   training <- kind == "train"
   stopping <- function() training && isTRUE(cbl$model$stop_training)
-  if (kind != "predict" && cbl$wants_batch_events(kind)) {
+  if (kind == "predict" && cbl$wants_batch_events(kind)) {
+    # keras3's on_predict_batch_end(batch, logs): logs$outputs holds the
+    # batch's predictions (a list of them for a model of several outputs).
+    begin <- function(batch) cbl$on_predict_batch_begin(batch + 1, empty_logs())
+    end <- function(batch, outputs) {
+      cbl$on_predict_batch_end(batch + 1, list(outputs = if (length(outputs) == 1) outputs[[1]] else outputs))
+      FALSE
+    }
+  } else if (kind != "predict" && cbl$wants_batch_events(kind)) {
     on_begin <- cbl[[paste0("on_", kind, "_batch_begin")]]
     on_end <- cbl[[paste0("on_", kind, "_batch_end")]]
     begin <- function(batch) on_begin(batch + 1 + offset, list())

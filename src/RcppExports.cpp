@@ -1185,17 +1185,19 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_predict
-SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress, double progress_interval);
-RcppExport SEXP _mirrored_cpp_predict(SEXP modelSEXP, SEXP sourceSEXP, SEXP max_batchesSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
+SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP batch_begin, SEXP batch_end, SEXP progress, double progress_interval);
+RcppExport SEXP _mirrored_cpp_predict(SEXP modelSEXP, SEXP sourceSEXP, SEXP max_batchesSEXP, SEXP batch_beginSEXP, SEXP batch_endSEXP, SEXP progressSEXP, SEXP progress_intervalSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
     Rcpp::traits::input_parameter< SEXP >::type source(sourceSEXP);
     Rcpp::traits::input_parameter< double >::type max_batches(max_batchesSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type batch_begin(batch_beginSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type batch_end(batch_endSEXP);
     Rcpp::traits::input_parameter< SEXP >::type progress(progressSEXP);
     Rcpp::traits::input_parameter< double >::type progress_interval(progress_intervalSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_predict(model, source, max_batches, progress, progress_interval));
+    rcpp_result_gen = Rcpp::wrap(cpp_predict(model, source, max_batches, batch_begin, batch_end, progress, progress_interval));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -1393,7 +1395,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_array_source", (DL_FUNC) &_mirrored_cpp_array_source, 5},
     {"_mirrored_cpp_fit_epoch", (DL_FUNC) &_mirrored_cpp_fit_epoch, 8},
     {"_mirrored_cpp_evaluate", (DL_FUNC) &_mirrored_cpp_evaluate, 7},
-    {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 5},
+    {"_mirrored_cpp_predict", (DL_FUNC) &_mirrored_cpp_predict, 7},
     {"_mirrored_cpp_workers_new", (DL_FUNC) &_mirrored_cpp_workers_new, 6},
     {"_mirrored_cpp_workers_info", (DL_FUNC) &_mirrored_cpp_workers_info, 1},
     {"_mirrored_cpp_workers_communicator_name", (DL_FUNC) &_mirrored_cpp_workers_communicator_name, 3},

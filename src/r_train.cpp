@@ -20,6 +20,18 @@ using SourcePtr = Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>;
 
 void check_interrupt_fn(void*) { R_CheckUserInterrupt(); }
 
+// Output k's rows (n floats, row-major) as an R array: samples x the
+// output's per-sample dims (a matrix for rank-1 outputs).
+SEXP output_array(const mr::Model& m, int k, const float* data, size_t n) {
+  const int64_t width = m.output_width(k);
+  const int64_t rows = width > 0 ? static_cast<int64_t>(n) / width : 0;
+  std::vector<int64_t> shape{rows};
+  for (int64_t d : m.graph().out_shape(m.graph().outputs()[static_cast<size_t>(k)]).dims())
+    shape.push_back(d);
+  if (shape.size() == 1) shape.push_back(1);
+  return mr_glue::from_row_major(data, shape);
+}
+
 // Calls R back for batch callbacks and progress. Interrupts are polled at
 // most every 20 ms: R_ToplevelExec returns FALSE when a pending interrupt
 // made R jump, which we turn into a clean stop at the step boundary.
@@ -73,6 +85,52 @@ class RHooks final : public mr::LoopHooks {
   Rcpp::CharacterVector names_;
   std::chrono::steady_clock::time_point last_poll_;
   bool stop_ = false;
+};
+
+// predict()'s hooks: progress and interrupts as RHooks, and keras3's
+// on_predict_batch_begin/end, whose end logs hold the batch's outputs
+// (`outputs`: one array, or a list of them for a model of several outputs).
+class PredictHooks final : public mr::LoopHooks {
+ public:
+  PredictHooks(const mr::Model& m, SEXP batch_begin, SEXP batch_end, SEXP progress, double interval,
+               const std::vector<std::vector<float>>& outs)
+      : model_(m),
+        base_(R_NilValue, R_NilValue, progress, interval, Rcpp::CharacterVector()),
+        batch_begin_(batch_begin),
+        batch_end_(batch_end),
+        outs_(outs) {}
+
+  bool batch_events() const override { return !Rf_isNull(batch_begin_) || !Rf_isNull(batch_end_); }
+  void on_batch_begin(int64_t batch) override {
+    if (Rf_isNull(batch_begin_)) return;
+    Rcpp::Function fn(batch_begin_);
+    fn(static_cast<double>(batch));
+  }
+  void on_batch_end(int64_t batch, const std::vector<double>&) override {
+    if (Rf_isNull(batch_end_)) return;
+    seen_.resize(static_cast<size_t>(model_.outputs()), 0);
+    Rcpp::List arrays(model_.outputs());
+    for (int k = 0; k < model_.outputs(); ++k) {
+      const std::vector<float>& out = outs_[static_cast<size_t>(k)];
+      const size_t seen = seen_[static_cast<size_t>(k)];
+      arrays[k] = output_array(model_, k, out.data() + seen, out.size() - seen);
+      seen_[static_cast<size_t>(k)] = out.size();
+    }
+    Rcpp::Function fn(batch_end_);
+    fn(static_cast<double>(batch), arrays);
+  }
+  double progress_interval() const override { return base_.progress_interval(); }
+  void on_progress(int64_t done, const std::vector<double>& logs) override {
+    base_.on_progress(done, logs);
+  }
+  bool interrupted() override { return base_.interrupted(); }
+
+ private:
+  const mr::Model& model_;
+  RHooks base_;
+  SEXP batch_begin_, batch_end_;
+  const std::vector<std::vector<float>>& outs_;
+  std::vector<size_t> seen_;  // rows x width of each output already reported
 };
 
 Rcpp::List result_list(const mr::LoopResult& r, const std::vector<std::string>& names) {
@@ -148,25 +206,19 @@ Rcpp::List cpp_evaluate(SEXP model, SEXP source, double max_batches, SEXP batch_
 // outputs; rank > 1 outputs keep their per-sample dims), or NULL after an
 // interrupt.
 // [[Rcpp::export]]
-SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP progress,
-                 double progress_interval) {
+SEXP cpp_predict(SEXP model, SEXP source, double max_batches, SEXP batch_begin, SEXP batch_end,
+                 SEXP progress, double progress_interval) {
   return guarded([&]() -> SEXP {
     Rcpp::XPtr<mr::Model> m(model);
-    RHooks hooks(R_NilValue, R_NilValue, progress, progress_interval, Rcpp::CharacterVector());
     std::vector<std::vector<float>> outs;
+    PredictHooks hooks(*m, batch_begin, batch_end, progress, progress_interval, outs);
     const mr::LoopResult r =
         mr::predict(*m, source_of(source), static_cast<int64_t>(max_batches), hooks, outs);
     if (r.interrupted) return R_NilValue;
     Rcpp::List res(m->outputs());
     for (int k = 0; k < m->outputs(); ++k) {
       const std::vector<float>& out = outs[static_cast<size_t>(k)];
-      const int64_t width = m->output_width(k);
-      const int64_t rows = width > 0 ? static_cast<int64_t>(out.size()) / width : 0;
-      std::vector<int64_t> shape{rows};
-      for (int64_t d : m->graph().out_shape(m->graph().outputs()[static_cast<size_t>(k)]).dims())
-        shape.push_back(d);
-      if (shape.size() == 1) shape.push_back(1);
-      res[k] = mr_glue::from_row_major(out.data(), shape);
+      res[k] = output_array(*m, k, out.data(), out.size());
     }
     return res;
   });

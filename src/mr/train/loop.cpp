@@ -327,7 +327,9 @@ LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopH
   outs.resize(static_cast<size_t>(n_out));
   std::vector<float*> dst(static_cast<size_t>(n_out));
   HostBatch batch;
+  const bool per_batch = hooks.batch_events();
   while ((max_batches < 0 || res.batches < max_batches) && source.next(batch)) {
+    if (per_batch) hooks.on_batch_begin(res.batches);
     for (int k = 0; k < n_out; ++k) {
       std::vector<float>& o = outs[static_cast<size_t>(k)];
       const size_t at = o.size();
@@ -336,6 +338,8 @@ LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopH
     }
     model.predict_step(batch, dst);
     ++res.batches;
+    // The batch's outputs are the last batch.rows rows of each outs[k] here.
+    if (per_batch) hooks.on_batch_end(res.batches - 1, {});
     if (progress.due(res.batches == 1)) hooks.on_progress(res.batches, {});
     if (hooks.interrupted()) {
       res.interrupted = true;

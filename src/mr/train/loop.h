@@ -44,7 +44,8 @@ LoopResult train_epoch(Model& model, BatchSource& source, int64_t epoch, int64_t
                        LoopHooks& hooks);
 LoopResult evaluate(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks);
 // Appends model output k (rows x width, row-major) to outs[k], for every
-// output (`outs` is resized to the model's outputs).
+// output (`outs` is resized to the model's outputs). With batch events,
+// on_batch_end runs after a batch's rows were appended (they end outs[k]).
 LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopHooks& hooks,
                    std::vector<std::vector<float>>& outs);
 
