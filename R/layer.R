@@ -90,6 +90,7 @@ LayerNode <- R6::R6Class("mirrored_layer",
     },
     input = function() {
       if (is.null(self$last_output)) abort_value("Layer {.val {self$name}} has never been called: it has no input.", call = NULL)
+      if (identical(self$class_name, "InputLayer")) return(self$last_output)  # Keras: its own tensor
       ins <- self$last_output$node$inputs
       if (length(ins) == 1) ins[[1]] else ins
     }
@@ -177,9 +178,10 @@ new_layer <- function(class_name, config, dots, call = sys.call(-1)) {
 }
 
 # The InputLayer of a model taking samples of per-sample `shape`.
-input_layer <- function(shape, name = NULL, call = sys.call(-1)) {
+input_layer <- function(shape, name = NULL, dtype = "float32", call = sys.call(-1)) {
   LayerNode$new("InputLayer", list(batch_shape = c(list(NULL), as.list(as.integer(shape))),
-                               name = name %||% auto_name("input_layer")), call = call)
+                                   dtype = dtype, name = name %||% auto_name("input_layer")),
+                call = call)
 }
 
 # Keras' automatic names: the snake_case class name, then _1, _2, ... for
@@ -200,9 +202,9 @@ next_node_id <- function() {
 
 # A symbolic tensor: the output of one node (a layer applied to inputs).
 # `training`: keras3's training argument of the call (NULL: none).
-keras_tensor <- function(layer, inputs, shape, training = NULL) {
+keras_tensor <- function(layer, inputs, shape, training = NULL, dtype = "float32") {
   structure(list(node = list(id = next_node_id(), layer = layer, inputs = inputs, training = training),
-                 shape = as.integer(shape), dtype = "float32"),
+                 shape = as.integer(shape), dtype = dtype),
             class = "mirrored_keras_tensor")
 }
 

@@ -160,6 +160,7 @@ layer_dots <- function(dots, call = sys.call(-1)) {
   if (length(dots) && (is.null(names(dots)) || any(names(dots) == ""))) bad <- c(bad, "<unnamed>")
   if (length(bad)) abort_value("Unknown argument{?s} {.arg {bad}}.", call = call)
   if (!is.null(dots$name)) check_string(dots$name, "name", call = call)
+  if (!is.null(dots$input_shape)) check_fixed_axes(dots$input_shape, "input_shape", call = call)
   if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
   if (!is.null(dots$trainable)) check_trainable_value(dots$trainable, call = call)
   # A policy name or object (R/mixed-precision.R), kept as its name.
@@ -168,7 +169,7 @@ layer_dots <- function(dots, call = sys.call(-1)) {
 }
 
 check_shape <- function(shape, arg, call = sys.call(-1)) {
-  if (is.list(shape)) shape <- unlist(shape)
+  if (is.list(shape)) shape <- shape_dims(shape)  # NULL stays an (unknown) NA
   ok <- is.numeric(shape) && length(shape) >= 1 && !anyNA(shape) && all(shape >= 1) &&
     all(shape == round(shape))
   if (!ok) abort_value("{.arg {arg}} must be a vector of positive whole numbers, not {describe(shape)}.",

@@ -160,10 +160,11 @@ FunctionalModel <- R6::R6Class("mirrored_functional",
 SequentialModel <- R6::R6Class("mirrored_sequential",
   inherit = MirroredModel,
   public = list(
-    initialize = function(name, input_shape = NULL, input_name = NULL) {
+    initialize = function(name, input_shape = NULL, input_name = NULL, input_dtype = NULL) {
       super$initialize(name)
       private$.input_shape <- input_shape
       private$.input_name <- input_name
+      private$.input_dtype <- input_dtype %||% "float32"
       private$rebuild_graph()
     },
     add = function(layer) {
@@ -180,7 +181,17 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
         if (length(private$.layers) == 0 && is.null(private$.input_shape) && !is.null(g)) {
           private$.input_shape <- g$nodes[[g$inputs + 1L]]$shape
         }
-      } else if (layer$class_name == "InputLayer") abort_value("Use {.arg input_shape} instead of adding an input layer.")
+      } else if (layer$class_name == "InputLayer") {
+        # Keras: an InputLayer first sets the model's input (as the
+        # `model$layers` of another model hand it over); later, an error.
+        if (length(private$.layers) || !is.null(private$.input_shape)) {
+          abort_value("Model {.val {self$name}} already has an input; an input layer can only come first.")
+        }
+        private$.input_shape <- as.integer(unlist(layer$config$batch_shape[-1]))
+        private$.input_name <- layer$name
+        private$.input_dtype <- layer$config$dtype %||% "float32"
+        return(invisible(self))
+      }
       if (any(vapply(private$.layers, function(l) identical(l, layer), logical(1)))) {
         abort_value("Layer {.val {layer$name}} is already in the model.")
       }
@@ -237,14 +248,15 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
     .layers = list(),
     .input_shape = NULL,
     .input_name = NULL,
+    .input_dtype = "float32",
     rebuild_graph = function() {
       if (is.null(private$.input_shape) || length(private$.layers) == 0) {
         private$.graph <- NULL
         return(invisible())
       }
       private$.input_name <- private$.input_name %||% auto_name("input_layer")
-      input <- input_layer(private$.input_shape, private$.input_name)
-      x <- first <- keras_tensor(input, list(), private$.input_shape)
+      input <- input_layer(private$.input_shape, private$.input_name, private$.input_dtype)
+      x <- first <- input$last_output <- keras_tensor(input, list(), private$.input_shape, dtype = private$.input_dtype)
       for (layer in private$.layers) {
         # A nested model is inlined (R/model-call.R); a layer is one node.
         x <- if (inherits(layer, "mirrored_model")) call_model(layer, x, call = NULL)

@@ -80,6 +80,20 @@ check_inputs <- function(model, xs, call = sys.call(-1)) {
                             i = "Keras does not flatten or reshape inputs: reshape {.arg {labels[k]}} (e.g. with {.fn array_reshape}) or add a layer such as {.fn layer_flatten}."),
                  call = call)
     }
+    check_input_values(xs[[k]], g$nodes[[g$inputs[k] + 1L]]$layer$config$dtype, labels[k], names[k], call)
+  }
+}
+
+# An integer or boolean input's values: whole numbers within float32's exact
+# range (batches travel as float32), 0/1 for bool. Keras would truncate
+# fractions silently; mirrored says so instead.
+check_input_values <- function(x, dtype, label, name, call) {
+  if (is.null(dtype) || identical(dtype, "float32") || is.logical(x)) return(invisible())
+  bad <- if (identical(dtype, "bool")) which(x != 0 & x != 1) else which(x != round(x) | abs(x) > 2^24)
+  if (length(bad)) {
+    want <- if (identical(dtype, "bool")) "0 or 1 (or logical values)" else "whole numbers of magnitude at most 2^24"
+    abort_value("{.arg {label}} feeds input {.val {name}} of dtype {.val {dtype}}, whose values must be {want}; element {bad[1]} is {format(x[bad[1]])}.",
+                call = call)
   }
 }
 

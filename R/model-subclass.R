@@ -13,7 +13,10 @@
 #' `mirrored_not_supported_error` that says what to use instead: a loss
 #' written as an R function (`compile(loss = function(y_true, y_pred) ...)`,
 #' [Loss()]), a custom metric ([custom_metric()]) and custom layers
-#' ([Layer()], [layer_lambda()]) in a [keras_model()].
+#' ([Layer()], [layer_lambda()]) in a [keras_model()]. A class with only
+#' `initialize()` and `call()` (a model written as a layer) is a
+#' `mirrored_not_yet_error`: it comes with custom layers that call
+#' sub-layers.
 #'
 #' @param classname The class name.
 #' @param ... The class's methods (`initialize`, `call`, `train_step`, ...).
@@ -31,9 +34,9 @@ Model <- function(classname, ...) {
                           i = "Write the loss as a function of (y_true, y_pred) with op_* for {.code compile(loss = )}, metrics with {.fn custom_metric}, and layers with {.fn Layer}; the core runs them in the step."),
                         call = call)
   }
-  abort_kind("not_supported", c("Subclassed models ({.fn Model}) are not supported.",
-                        i = "Build the model with {.fn keras_model} from layers; a custom computation is a {.fn Layer} class or {.fn layer_lambda}."),
-                      call = call)
+  abort_not_yet(c("Subclassed models ({.fn Model} with {.fn initialize} and {.fn call}) are not supported yet.",
+                  i = "Build the model with {.fn keras_model} from layers; a custom computation is a {.fn Layer} class or {.fn layer_lambda}."),
+                call = call)
 }
 
 #' @rdname Model

@@ -8,7 +8,11 @@
 #'   dimension is left out).
 #' @param batch_size Not used for training (batches may have any size);
 #'   accepted for compatibility.
-#' @param dtype Only `"float32"` (the default) is supported.
+#' @param dtype The input's dtype: `"float32"` (the default), or `"int32"`,
+#'   `"int64"` or `"bool"` for ids (an Embedding's input, lookups). The data
+#'   given to an integer input must hold whole numbers (logical values for
+#'   `"bool"`), at most 2^24 in magnitude: batches travel as float32, exact up
+#'   to there.
 #' @param sparse,ragged `NULL` or `FALSE`; sparse and ragged inputs are not
 #'   supported yet.
 #' @param batch_shape The shape with the batch dimension first (`NA` for
@@ -32,6 +36,7 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, sparse = 
     if (!is.null(batch_size)) {
       abort_value("You cannot pass both {.arg batch_size} and {.arg batch_shape} at the same time.")
     }
+    if (is.list(batch_shape)) batch_shape <- shape_dims(batch_shape)
     if (!(is.numeric(batch_shape) || (is.logical(batch_shape) && all(is.na(batch_shape)))) ||
         length(batch_shape) < 2) {
       abort_value("{.arg batch_shape} must be the batch size (or NA) followed by the per-sample shape, not {describe(batch_shape)}.")
@@ -39,18 +44,48 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, sparse = 
     if (!is.na(batch_shape[[1]])) batch_size <- batch_shape[[1]]
     shape <- batch_shape[-1]
   }
+  check_fixed_axes(shape, if (is.null(batch_shape)) "shape" else "batch_shape")
   shape <- check_shape(shape, "shape")
   check_int(batch_size, "batch_size", min = 1, null_ok = TRUE)
-  if (!is.null(dtype) && !identical(dtype, "float32")) {
-    abort_value("{.arg dtype} must be \"float32\" (the only dtype supported), not {describe(dtype)}.")
-  }
+  dtype <- check_input_dtype(dtype, "dtype")
   if (isTRUE(sparse)) abort_not_yet("{.arg sparse} = TRUE (sparse inputs) is not supported yet.")
   if (isTRUE(ragged)) abort_not_yet("{.arg ragged} = TRUE (ragged inputs) is not supported yet.")
   if (!is.null(tensor)) abort_not_yet("{.arg tensor} (an input wrapping an existing tensor) is not supported yet.")
   if (!identical(optional, FALSE)) abort_not_yet("{.arg optional} = TRUE (inputs that may be NULL) is not supported yet.")
   check_string(name, "name", null_ok = TRUE)
-  layer <- input_layer(shape, name)
-  keras_tensor(layer, list(), shape)
+  layer <- input_layer(shape, name, dtype)
+  layer$last_output <- keras_tensor(layer, list(), shape, dtype = dtype)
+  layer$last_output
+}
+
+# A shape's dimensions as a vector, NA for an unknown one (NULL in a list or
+# a keras3 shape()); unlist() would drop the NULLs silently.
+shape_dims <- function(x) {
+  if (!is.list(x)) return(x)
+  vapply(x, function(d) if (is.null(d) || (length(d) == 1 && is.na(d))) NA_real_ else as.numeric(d)[1], numeric(1))
+}
+
+# Variable-length axes (NA/NULL after the batch axis) are not built yet.
+check_fixed_axes <- function(shape, arg, call = sys.call(-1)) {
+  dims <- shape_dims(shape)
+  if ((is.numeric(dims) || is.logical(dims)) && length(dims) && anyNA(dims)) {
+    abort_not_yet(c("Variable-length axes ({.code NA} or {.code NULL} in {.arg {arg}}) are not supported yet; every axis after the batch axis needs a fixed size.",
+                    i = "Pad sequences to one length with {.fn pad_sequences} and give that length, e.g. {.code shape = c(100)}."),
+                  call = call)
+  }
+}
+
+# keras_input()'s dtype: float32, or integers and booleans (ids).
+input_dtypes <- c("float32", "int32", "int64", "bool")
+check_input_dtype <- function(dtype, arg, call = sys.call(-1)) {
+  if (is.null(dtype)) return("float32")
+  if (!is.character(dtype) || length(dtype) != 1 || !dtype %in% input_dtypes) {
+    if (is.character(dtype) && length(dtype) == 1 && dtype %in% c("float16", "bfloat16", "float64", "int8", "int16", "uint8", "uint16", "uint32", "uint64", "string", "complex64")) {
+      abort_not_yet("Inputs of dtype {.val {dtype}} are not supported yet; use one of {.val {input_dtypes}}.", call = call)
+    }
+    abort_value("{.arg {arg}} must be one of {.val {input_dtypes}}, not {describe(dtype)}.", call = call)
+  }
+  dtype
 }
 
 #' @rdname keras_input
@@ -137,7 +172,8 @@ keras_model <- function(inputs = NULL, outputs = NULL, ...) {
 #'   fixes it.
 #' @param name Name of the model (default `"sequential"`, ...).
 #' @param ... Layers to add (after those of `layers`).
-#' @param input_dtype `NULL` or `"float32"` (the only dtype supported).
+#' @param input_dtype `NULL` (float32) or the input's dtype, as
+#'   [keras_input()]'s `dtype`.
 #' @param input_batch_size Accepted for compatibility (batches may have any
 #'   size).
 #' @param input_sparse,input_ragged,input_tensor Not supported yet: `NULL`
@@ -180,14 +216,16 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
     if (length(bs) < 2 || !(is.null(bs[[1]]) || (is.numeric(bs[[1]]) && (is.na(bs[[1]]) || bs[[1]] >= 1)))) {
       abort_value("{.arg input_batch_shape} must be {.code list(NULL, d1, ...)} (batch dimension first), not {describe(input_batch_shape)}.")
     }
+    check_fixed_axes(bs[-1], "input_batch_shape")
     input_shape <- check_shape(bs[-1], "input_batch_shape")
   }
-  if (!is.null(input_shape)) input_shape <- check_shape(input_shape, "input_shape")
+  if (!is.null(input_shape)) {
+    check_fixed_axes(input_shape, "input_shape")
+    input_shape <- check_shape(input_shape, "input_shape")
+  }
   check_string(name, "name", null_ok = TRUE)
   check_string(input_name, "input_name", null_ok = TRUE)
-  if (!is.null(input_dtype) && !identical(input_dtype, "float32")) {
-    abort_value("{.arg input_dtype} must be NULL or \"float32\" (the only dtype supported), not {describe(input_dtype)}.")
-  }
+  input_dtype <- check_input_dtype(input_dtype, "input_dtype")
   check_int(input_batch_size, "input_batch_size", min = 1, null_ok = TRUE)
   for (nm in c("input_sparse", "input_ragged")) {
     v <- get(nm)
@@ -198,7 +236,7 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
   check_trainable_value(trainable)
   if (inherits(layers, "mirrored_layer") || inherits(layers, "mirrored_model")) layers <- list(layers)
   if (!is.list(layers)) abort_value("{.arg layers} must be a list of layers, not {describe(layers)}.")
-  model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name)
+  model <- SequentialModel$new(name %||% auto_name("sequential"), input_shape, input_name, input_dtype)
   for (layer in c(layers, list(...))) model$add(layer)
   if (!trainable) model$trainable <- FALSE
   as_model_function(model)

@@ -30,9 +30,21 @@ to_snake_case <- function(name) {
 # "mirrored_graph") as Keras writes an unregistered custom class, with no
 # module and its class name as registered name (custom_objects finds it).
 layer_keras_identity <- function(layer) {
-  custom <- !is.null(layer$config$mirrored_graph) && layer$class_name != "Lambda"
+  custom <- (inherits(layer, "mirrored_traced_layer") || !is.null(layer$config$mirrored_graph)) &&
+    layer$class_name != "Lambda"
   list(module = if (custom) NULL else "keras.layers", class_name = layer$class_name,
-       registered_name = if (custom) layer$class_name else NULL)
+       registered_name = if (custom) custom_layer_registered_name(layer$class_name) else NULL)
+}
+
+# The name a Layer() class is registered under (register_keras_serializable():
+# "package>name"), else its class name, as Keras writes registered_name.
+custom_layer_registered_name <- function(class_name) {
+  reg <- custom_objects_registry()
+  hit <- names(reg)[vapply(reg, function(o) {
+    inherits(o, "mirrored_custom_layer_class") && identical(attr(o, "classname"), class_name)
+  }, logical(1))]
+  full <- hit[grepl(">", hit, fixed = TRUE)]
+  if (length(full)) full[[1]] else class_name
 }
 
 # A serialized layer (the entry in the model's "layers" list). `calls`
@@ -262,10 +274,15 @@ input_shape_from_keras <- function(cfg, what) {
   if (any(vapply(dims, function(d) !is.numeric(d) || length(d) != 1 || d < 1, logical(1)))) {
     abort_config(what, "InputLayer {.val {cfg$name}} has a shape with unknown dimensions; mirrored needs fixed ones.")
   }
-  if (!identical(cfg_get(cfg, "dtype", "float32"), "float32")) {
-    abort_config(what, "InputLayer {.val {cfg$name}} has dtype {.val {cfg$dtype}}; mirrored supports float32 only.")
-  }
   as.integer(unlist(dims))
+}
+
+input_dtype_from_keras <- function(cfg, what) {
+  dtype <- cfg_get(cfg, "dtype", "float32") %||% "float32"
+  if (!is.character(dtype) || length(dtype) != 1 || !dtype %in% input_dtypes) {
+    abort_config(what, "InputLayer {.val {cfg$name}} has dtype {.val {format(dtype)}}; mirrored supports {.val {input_dtypes}}.")
+  }
+  dtype
 }
 
 # A model from a full serialized config (class_name + config) or an inner
@@ -277,16 +294,19 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   if (identical(cls, "Sequential")) {
     shape <- NULL
     input_name <- NULL
+    input_dtype <- NULL
     rest <- layers
     if (length(layers) && identical(cfg_get(layers[[1]], "class_name"), "InputLayer")) {
       shape <- input_shape_from_keras(cfg_get(layers[[1]], "config"), what)
       input_name <- cfg_get(cfg_get(layers[[1]], "config"), "name")
+      input_dtype <- input_dtype_from_keras(cfg_get(layers[[1]], "config"), what)
       if (!is.character(input_name) || length(input_name) != 1) input_name <- NULL
       rest <- layers[-1]
     } else if (!is.null(cfg_get(cfg, "build_input_shape"))) {
       shape <- input_shape_from_keras(list(batch_shape = cfg$build_input_shape), what)
     }
-    model <- keras_model_sequential(input_shape = shape, name = name, input_name = input_name)
+    model <- keras_model_sequential(input_shape = shape, name = name, input_name = input_name,
+                                    input_dtype = input_dtype)
     for (e in rest) model$add(layer_from_keras(e, custom_objects, what))
     model$dtype_policy <- model_policy_from_keras(cfg, model$dtype_policy, what)
     return(set_loaded_trainable(model, cfg))
@@ -303,7 +323,8 @@ model_from_keras <- function(cls, cfg, custom_objects, what) {
   for (e in layers) {
     lname <- cfg_get(e, "name") %||% cfg_get(cfg_get(e, "config"), "name")
     if (identical(cfg_get(e, "class_name"), "InputLayer")) {
-      t <- keras_input(shape = input_shape_from_keras(cfg_get(e, "config"), what), name = lname)
+      t <- keras_input(shape = input_shape_from_keras(cfg_get(e, "config"), what), name = lname,
+                       dtype = input_dtype_from_keras(cfg_get(e, "config"), what))
       tensors[[lname]] <- list(list(t))
       next
     }

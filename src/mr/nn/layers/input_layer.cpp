@@ -22,6 +22,15 @@ class InputLayer final : public Layer {
       dims.push_back(d.get<int64_t>());
     }
     shape_ = Shape(dims);
+    // The input's dtype, as Keras: floats, or integers and booleans (ids for
+    // Embedding and lookups). Batches arrive as float32 either way; integer
+    // inputs hold whole numbers, exact in float32 up to 2^24 (the R side
+    // checks the values it is given).
+    if (const Json* d = r.take("dtype"); d != nullptr && !d->is_null()) {
+      if (!d->is_string() || !is_input_dtype(d->get<std::string>()))
+        r.bad("dtype", "\"float32\", \"int32\", \"int64\" or \"bool\"");
+      dtype_ = d->get<std::string>();
+    }
     r.must_equal("sparse", false);
     r.must_equal("ragged", false);
     r.must_equal("optional", false);
@@ -36,13 +45,17 @@ class InputLayer final : public Layer {
   Json config() const override {
     Json bs = Json::array({nullptr});
     for (int64_t d : shape_.dims()) bs.push_back(d);
-    return Json{{"batch_shape", bs}, {"dtype", "float32"}, {"sparse", false},
-                {"ragged", false},   {"name", name_},      {"optional", false}};
+    return Json{{"batch_shape", bs}, {"dtype", dtype_}, {"sparse", false},
+                {"ragged", false},   {"name", name_},   {"optional", false}};
   }
 
  private:
+  static bool is_input_dtype(const std::string& d) {
+    return d == "float32" || d == "int32" || d == "int64" || d == "bool";
+  }
   std::string name_;
   Shape shape_;
+  std::string dtype_ = "float32";
 };
 
 }  // namespace

@@ -29,7 +29,9 @@ ConfigReader::ConfigReader(const char* class_name, const Json& config, uint64_t 
   // The dtype policy: make_layer() keeps it on the layer (Layer::
   // dtype_policy()); here it is only checked, so that every layer refuses a
   // policy mirrored does not implement with the same message.
-  if (const Json* d = get("dtype")) parse_dtype_policy(*d, who());
+  // InputLayer's "dtype" is its tensor's dtype (InputLayer checks it).
+  if (class_name_ != "InputLayer")
+    if (const Json* d = get("dtype")) parse_dtype_policy(*d, who());
 }
 
 std::string ConfigReader::who() const { return class_name_ + " '" + name_ + "'"; }
