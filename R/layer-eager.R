@@ -97,6 +97,7 @@ check_batch_axis <- function(x, name, call) {
 # Whether `x` is an eager call's input: R arrays (a numeric array, or a
 # list of them), not symbolic tensors.
 is_eager_input <- function(x) {
+  if (is_traced_input(x)) return(FALSE)
   one <- function(a) (is.numeric(a) || is.logical(a)) && !is.object(a) || is.data.frame(a)
   one(x) || (is.list(x) && !is.data.frame(x) && length(x) && all(vapply(x, one, logical(1))))
 }

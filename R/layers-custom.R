@@ -118,6 +118,14 @@ print.mirrored_weight_handle <- function(x, ...) {
 #' `mirrored_trace_error` naming the line. `call()` is traced once, so a
 #' `training` argument is `NULL` and cannot change the graph.
 #'
+#' `call()` can call layers the instance holds (`self$proj <-
+#' layer_dense(units = 32)` in `initialize()`, `self$proj(x)` in `call()`):
+#' Dense, Activation, Flatten, Reshape and other custom `Layer()`s are
+#' written into the same graph, built at their first call, and their
+#' weights become the custom layer's, after its own (Keras' order); a layer
+#' called twice shares its weights. Other layers, and models, called there
+#' are a `mirrored_not_yet_error`: apply them to the custom layer's output.
+#'
 #' @param classname The class name (CamelCase, as Keras writes it in
 #'   `.keras` files).
 #' @param initialize,call,build,get_config The class's methods (see

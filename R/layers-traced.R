@@ -66,7 +66,11 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         order <- c(which(trainable), which(!trainable))
         specs <- specs[order]
         pos <- match(seq_along(order), order)
-        fn <- function(...) call_with_weights(u, list(...), pos)
+        fn <- function(...) {
+          xs <- list(...)
+          ws <- xs[[1]]$ctx$weight_tensors
+          call_with_weights(u, xs, function(h) ws[[pos[h$index]]])
+        }
         what <- paste0("call() of layer class ", self$class_name)
         config <- custom_layer_config(u)
       } else {
@@ -76,7 +80,7 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         what <- "the function of layer_lambda()"
         config <- self$config
       }
-      tr <- trace_function(fn, inputs, weights = specs, what = what, call = call)
+      tr <- trace_function(fn, inputs, weights = specs, what = what, call = call, owner = self$user)
       if (length(tr$outputs) != 1) {
         abort_not_yet("{.val {self$name}}: {what} returned {length(tr$outputs)} tensors; layers written in R return one.",
                       call = call)
@@ -106,7 +110,21 @@ custom_layer_from_config <- function(cls_fn, cls, cfg) {
   args <- cfg
   args$mirrored_graph <- NULL
   if (is.list(args$dtype)) args$dtype <- args$dtype$config$name %||% NULL
-  user <- do.call(attr(cls_fn, "generator")$new, args)
+  # Keras passes get_config()'s list as it is; mirrored's config also holds
+  # the base keys, which an initialize() without `...` (the guides'
+  # initialize = function(factor)) cannot take: they are set afterwards.
+  gen <- attr(cls_fn, "generator")
+  init <- gen$public_methods$initialize
+  takes <- if (is.function(init)) names(formals(init)) else "..."
+  late <- list()
+  if (!"..." %in% takes) {
+    base <- setdiff(intersect(names(args), c("name", "trainable", "dtype")), takes)
+    late <- args[base]
+    args[base] <- NULL
+  }
+  user <- do.call(gen$new, args)
+  if (!is.null(late$name)) user$name <- late$name
+  if (!is.null(late$trainable)) user$trainable <- late$trainable
   TracedLayerNode$new(cls, user = user)
 }
 
@@ -127,14 +145,12 @@ custom_layer_config <- function(u) {
 
 # Runs the user's call() with every weight handle in its fields (public and
 # private, and inside plain lists) swapped for the weight's traced tensor
-# (graph weight pos[i] for the i-th add_weight()); the handles are put back
-# afterwards.
-call_with_weights <- function(u, xs, pos) {
-  ws <- xs[[1]]$ctx$weight_tensors
+# (`tensor_of(handle)`); the handles are put back afterwards.
+call_with_weights <- function(u, xs, tensor_of) {
   envs <- list(u, u$.__enclos_env__$private)
   saved <- list()
   swap <- function(v) {
-    if (inherits(v, "mirrored_weight_handle")) return(ws[[pos[v$index]]])
+    if (inherits(v, "mirrored_weight_handle")) return(tensor_of(v))
     if (is.list(v) && !is.object(v)) return(lapply(v, swap))
     v
   }

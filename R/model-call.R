@@ -47,6 +47,12 @@ make_model_function <- function(model) {
       inputs$add(model)
       return(invisible(inputs))
     }
+    if (is_traced_input(inputs)) {
+      trace_abort(traced_input_ctx(inputs), paste0(
+        "model ", model$name, " cannot be called inside a traced call() yet: call its layers ",
+        "(Dense, Activation, custom Layer()s) there, or apply the model to the custom layer's output."),
+        kind = "not_yet")
+    }
     if (is_eager_input(inputs)) return(eager_model_call(model, inputs, training, call))
     call_model(model, inputs, training = training, call = call)
   }

@@ -45,6 +45,16 @@ trace_add_input <- function(ctx, shape, dtype = "float32") {
   traced_tensor(ctx, "input", length(ctx$inputs) - 1L, shape, dtype)
 }
 
+# Appends graph weight `w` (list(name, shape, initializer, trainable, dtype))
+# and returns its traced tensor.
+trace_add_weight <- function(ctx, w) {
+  entry <- list(name = w$name, shape = I(as.integer(w$shape)))
+  if (!is.null(w$initializer)) entry$initializer <- w$initializer
+  entry$trainable <- isTRUE(w$trainable %||% TRUE)
+  ctx$weights[[length(ctx$weights) + 1L]] <- entry
+  traced_tensor(ctx, "weight", length(ctx$weights) - 1L, as.integer(w$shape), w$dtype %||% "float32")
+}
+
 # An R number or array as a constant of the graph (row-major values).
 trace_add_constant <- function(ctx, x, arg = "x", call = NULL) {
   dtype <- r_value_dtype(x)
@@ -188,16 +198,15 @@ format_user_call <- function(cl, sr) {
 #' @return `list(graph = <the JSON as an R list>, json = <string>, outputs =
 #'   list of list(shape, dtype), weights = <the weights' traced tensors>)`.
 #' @noRd
-trace_function <- function(fn, inputs, weights = list(), what, call) {
+trace_function <- function(fn, inputs, weights = list(), what, call, owner = NULL) {
   ctx <- new_trace_context(what = what, fn = fn, eager = FALSE, call = call)
+  # The custom layer whose call() is traced: layers it calls add their
+  # weights to the graph (R/layers-traced-sublayers.R).
+  ctx$owner <- owner
+  ctx$sublayers <- list()
   xs <- lapply(inputs, function(i) trace_add_input(ctx, i$shape, i$dtype %||% "float32"))
   ws <- lapply(weights, function(w) {
-    entry <- list(name = w$name, shape = I(as.integer(w$shape)))
-    if (!is.null(w$initializer)) entry$initializer <- w$initializer
-    entry$trainable <- isTRUE(w$trainable %||% TRUE)
-    ctx$weights[[length(ctx$weights) + 1L]] <- entry
-    t <- traced_tensor(ctx, "weight", length(ctx$weights) - 1L, as.integer(w$shape),
-                       w$dtype %||% "float32")
+    t <- trace_add_weight(ctx, w)
     if (is.function(w$bind)) w$bind(t)
     t
   })

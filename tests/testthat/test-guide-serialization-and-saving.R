@@ -67,12 +67,16 @@ test_that("Custom objects: a layer with a sublayer, serialize_keras_object() in 
   expect_true(is.function(layer_custom))
 
   # Used in a model, its config round-trips
-  skip("custom Layer() calling a sub-layer in call() cannot be traced: mirrored_trace_error 'Cannot trace call() of layer class CustomLayer, at call_with_weights(u, list(...), pos): length() of a tensor with a batch axis reads the batch size, which is only known when the graph runs.' (not a mirrored_not_yet_error; found by the guide test)")
   inputs <- keras_input(shape(4))
   outputs <- inputs |> layer_custom(layer_dense(units = 2))
   model <- keras_model(inputs, outputs)
   x <- matrix(runif(8), 2)
   expect_equal(dim(predict(model, x, verbose = 0)), c(2L, 2L))
+  # the sub-layer's weights are the custom layer's, and it computes with them
+  w <- get_weights(model)
+  expect_equal(lengths(lapply(w, dim)), c(2L, 1L))
+  expect_equal(predict(model, x, verbose = 0), x %*% w[[1]] + rep(w[[2]], each = 2), tolerance = 1e-6)
+  skip("not yet: a Layer()'s own from_config(cls, config) (mirrored passes the config to initialize())")
   new_model <- from_config(get_config(model),
                            custom_objects = list(CustomLayer = layer_custom))
   expect_equal(count_params(new_model), count_params(model))
@@ -197,7 +201,6 @@ test_that("Using a custom object scope", {
   inputs <- keras_input(shape(4))
   outputs <- inputs |> layer_custom(0.5) |> layer_dense(1)
   model <- keras_model(inputs, outputs)
-  skip("clone_model() of a model with the guide's CustomLayer (initialize(self, factor), no ...) fails: 'Error in initialize(...): unused arguments (name = \"custom_layer_3\", trainable = TRUE)' (from_config passes name/trainable; Keras passes get_config()'s list) (found by the guide test)")
   new_model <- clone_model(model)
   expect_equal(length(get_weights(new_model)), length(get_weights(model)))
   skip("not yet: custom activation functions (layer_dense(activation = custom_fn)); the rest of the section needs them")
@@ -299,7 +302,10 @@ test_that("APIs for in-memory weight transfer: layer to layer, functional to sub
                                  name = "3_layer_mlp")
 
   # Define a subclassed model with the same architecture
-  skip("new_model_class() raises mirrored_not_supported_error 'Subclassed models (`Model()`) are not supported.', not a mirrored_not_yet_error (found by the guide test)")
+  expect_error(new_model_class("SubclassedModel", initialize = function(output_dim, name = NULL) NULL,
+                               call = function(inputs) inputs),
+               class = "mirrored_not_yet_error")
+  skip("not yet: subclassed models (new_model_class() with initialize/call)")
   SubclassedModel <- new_model_class(
     "SubclassedModel",
     initialize = function(output_dim, name = NULL) {
@@ -396,10 +402,11 @@ test_that("freeze_weights() of a nested layer keeps the order of the variables",
   )
 
 
-  skip("custom Layer() calling a sub-layer in call() cannot be traced: mirrored_trace_error 'Cannot trace call() of layer class NestedDenseLayer, at call_with_weights(u, list(...), pos): length() of a tensor with a batch axis reads the batch size, which is only known when the graph runs.' (not a mirrored_not_yet_error; found by the guide test)")
   nested_model <- keras_model_sequential(input_shape = c(784)) |>
     layer_nested_dense(10, "nested")
 
+  expect_length(get_weights(nested_model), 4)
+  skip("not yet: model$weights as variable objects (v$path)")
   (variable_names <- sapply(nested_model$weights, \(v) v$path))
 
   out <- capture.output(cat("\nChanging trainable status of one of the nested layers...\n"))
@@ -432,7 +439,6 @@ test_that("Transfer learning example: load weights, then build a Sequential mode
 
   # Create a new model by extracting layers from the original model:
   extracted_layers <- pretrained_model$layers |> head(-1)
-  skip("keras_model_sequential(layers = <list starting with the InputLayer>) |> layer_dense() raises mirrored_value_error 'Use `input_shape` instead of adding an input layer.' (found by the guide test)")
   model <- keras_model_sequential(layers = extracted_layers) |>
     layer_dense(5, name = "dense_3")
   out <- capture.output(summary(model))
@@ -494,7 +500,7 @@ test_that("Appendix: defining the config methods (a registered MyDense, serializ
                           kernel_initializer = "ones")
   layer3 <- layer_my_dense(units = 64, nested_model = layer)
 
-  skip("serialize_keras_object() of a registered Layer() class has no registered_name ('MyLayers>KernelMult') and module 'keras.layers', and deserialize_keras_object() fails: 'config: layer \"my_dense_1\": cannot write an R value of type closure as JSON' (found by the guide test)")
+  skip("not yet: a Layer() config holding another layer (nested_model = layer): 'cannot write an R value of type closure as JSON' (found by the guide test)")
   config <- serialize_keras_object(layer3)
   out <- capture.output(str(config))
   expect_equal(config$registered_name, "MyLayers>KernelMult")
@@ -552,8 +558,9 @@ test_that("Appendix: a registered layer with from_config() deserializing its sub
   )
 
   # Let's make our first layer the custom layer from the previous example (MyDense)
-  skip("custom Layer() calling a sub-layer in call() cannot be traced: mirrored_trace_error 'Cannot trace call() of layer class CustomModel, at call_with_weights(u, list(...), pos): length() of a tensor with a batch axis reads the batch size, which is only known when the graph runs.' (not a mirrored_not_yet_error; found by the guide test)")
   inputs <- keras_input(c(32))
+  expect_error(inputs |> layer_custom_model(first_layer = layer), class = "mirrored_not_yet_error")
+  skip("not yet: add_weight(regularizer =) in a custom layer (MyDense's kernel_regularizer = \"l1\")")
   outputs <-  inputs |> layer_custom_model(first_layer=layer)
   model <- keras_model(inputs, outputs)
 
@@ -573,7 +580,6 @@ test_that("Appendix: how custom objects are serialized (registered_name, module)
   )
   config <- serialize_keras_object(layer)
   out <- capture.output(str(config))
-  skip("serialize_keras_object() of a registered Layer() class: registered_name is NULL (keras3: 'MyLayers>KernelMult') and module is 'keras.layers' (keras3: NULL) (found by the guide test)")
   expect_equal(config$registered_name, "MyLayers>KernelMult")
   expect_equal(config$class_name, "MyDense")
   expect_null(config$module)

@@ -1,0 +1,139 @@
+# Layers called inside a custom Layer()'s call() (R/layers-traced-sublayers.R):
+# values, gradients and saving against plain R.
+
+two_dense <- function(units = 4, activation = NULL) {
+  Layer("TwoDense",
+    initialize = function(...) {
+      super$initialize(...)
+      self$first <- layer_dense(units = units, activation = activation)
+      self$second <- layer_dense(units = 1)
+    },
+    call = function(inputs) self$second(self$first(inputs)))
+}
+
+test_that("sub-layers' weights join the custom layer's, in Keras' order, and compute as plain R", {
+  layer_two <- two_dense(4, "tanh")
+  inputs <- keras_input(shape = 3)
+  model <- keras_model(inputs, layer_two(inputs))
+  w <- get_weights(model)
+  expect_equal(lapply(w, function(a) as.integer(dim(a))), list(c(3L, 4L), 4L, c(4L, 1L), 1L))
+  expect_equal(count_params(model), 3 * 4 + 4 + 4 + 1)
+  x <- matrix(rnorm(15), 5, 3)
+  h <- tanh(x %*% w[[1]] + rep(w[[2]], each = 5))
+  expect_equal(predict(model, x, verbose = 0), h %*% w[[3]] + as.numeric(w[[4]]), tolerance = 1e-6)
+})
+
+test_that("a sub-layer called twice shares its weights", {
+  layer_shared <- Layer("Shared",
+    initialize = function(...) {
+      super$initialize(...)
+      self$proj <- layer_dense(units = 2, use_bias = FALSE)
+    },
+    call = function(inputs) self$proj(inputs) + self$proj(inputs * 3))
+  inputs <- keras_input(shape = 2)
+  model <- keras_model(inputs, layer_shared(inputs))
+  w <- get_weights(model)
+  expect_length(w, 1)
+  x <- matrix(c(1, 2, -1, 0.5), 2)
+  expect_equal(predict(model, x, verbose = 0), 4 * x %*% w[[1]], tolerance = 1e-6)
+})
+
+test_that("one SGD step moves the sub-layers' weights by the hand-computed gradient", {
+  layer_two <- two_dense(3)
+  inputs <- keras_input(shape = 2)
+  model <- keras_model(inputs, layer_two(inputs))
+  model |> compile(optimizer = optimizer_sgd(learning_rate = 0.1), loss = "mse")
+  w <- get_weights(model)
+  x <- matrix(c(0.5, -1, 2, 0.1, 0.3, -0.7, 1.2, 0.4), 4, 2)
+  y <- matrix(c(1, -1, 0.5, 2), 4, 1)
+  fit(model, x, y, batch_size = 4, epochs = 1, shuffle = FALSE, verbose = 0)
+  h <- x %*% w[[1]] + rep(w[[2]], each = 4)
+  out <- h %*% w[[3]] + as.numeric(w[[4]])
+  dy <- 2 * (out - y) / 4
+  dh <- dy %*% t(w[[3]])
+  want <- list(w[[1]] - 0.1 * t(x) %*% dh, w[[2]] - 0.1 * colSums(dh),
+               w[[3]] - 0.1 * t(h) %*% dy, w[[4]] - 0.1 * sum(dy))
+  got <- get_weights(model)
+  for (i in seq_along(want)) expect_equal(as.numeric(got[[i]]), as.numeric(want[[i]]), tolerance = 1e-5)
+})
+
+test_that("a custom layer calling another custom layer, Activation and Flatten", {
+  layer_scale <- Layer("Scale",
+    build = function(input_shape) {
+      self$s <- self$add_weight(shape = shape(tail(input_shape, 1)), initializer = "ones", name = "s")
+    },
+    call = function(x) x * self$s)
+  layer_outer <- Layer("Outer",
+    initialize = function(...) {
+      super$initialize(...)
+      self$scale <- layer_scale()
+      self$act <- layer_activation(activation = "relu")
+      self$flat <- layer_flatten()
+    },
+    call = function(x) self$flat(self$act(self$scale(x))))
+  inputs <- keras_input(shape = c(2, 3))
+  model <- keras_model(inputs, layer_outer(inputs))
+  expect_equal(get_weights(model), list(array(1, 3)), ignore_attr = TRUE)
+  set_weights(model, list(c(2, -1, 0.5)))
+  x <- array(rnorm(2 * 2 * 3), c(2, 2, 3))
+  want <- t(apply(x, 1, function(s) as.vector(t(pmax(sweep(s, 2, c(2, -1, 0.5), "*"), 0)))))
+  expect_equal(predict(model, x, verbose = 0), want, tolerance = 1e-6)
+})
+
+test_that("a model with sub-layers trains, saves and loads with the same numbers", {
+  withr::local_dir(withr::local_tempdir())
+  layer_two <- two_dense(4, "relu")
+  inputs <- keras_input(shape = 3)
+  model <- keras_model(inputs, layer_two(inputs))
+  model |> compile(optimizer = "adam", loss = "mse")
+  x <- matrix(rnorm(60), 20, 3)
+  y <- x %*% c(1, -2, 0.5)
+  h <- fit(model, x, y, epochs = 5, verbose = 0)
+  expect_lt(h$metrics$loss[5], h$metrics$loss[1])
+  save_model(model, "sub.keras")
+  back <- load_model("sub.keras", custom_objects = list(TwoDense = layer_two))
+  expect_equal(predict(back, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-6)
+  # without the class, the saved graph runs as it is
+  bare <- load_model("sub.keras")
+  expect_equal(predict(bare, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-6)
+})
+
+test_that("a frozen sub-layer's weights are not trainable", {
+  layer_frozen <- Layer("Frozen",
+    initialize = function(...) {
+      super$initialize(...)
+      self$fixed <- layer_dense(units = 2, trainable = FALSE)
+      self$head <- layer_dense(units = 1)
+    },
+    call = function(x) self$head(self$fixed(x)))
+  inputs <- keras_input(shape = 3)
+  model <- keras_model(inputs, layer_frozen(inputs))
+  out <- capture.output(summary(model))
+  expect_true(any(grepl("Trainable params: 3 ", out, fixed = TRUE)))
+  expect_true(any(grepl("Non-trainable params: 8 ", out, fixed = TRUE)))
+})
+
+test_that("layers not written into a traced call() yet are a not-yet error naming them", {
+  layer_drop <- Layer("Drop",
+    initialize = function(...) {
+      super$initialize(...)
+      self$drop <- layer_dropout(rate = 0.5)
+    },
+    call = function(x) self$drop(x))
+  inputs <- keras_input(shape = 3)
+  expect_error(layer_drop(inputs), class = "mirrored_not_yet_error", regexp = "Dropout")
+  inner <- keras_model(inputs, layer_dense(inputs, 2))
+  layer_model <- Layer("CallsModel",
+    initialize = function(...) {
+      super$initialize(...)
+      self$inner <- inner
+    },
+    call = function(x) self$inner(x))
+  expect_error(layer_model(keras_input(shape = 3)), class = "mirrored_not_yet_error",
+               regexp = "cannot be called inside a traced call")
+  dense <- layer_dense(units = 1)
+  model <- keras_model(inputs, layer_dense(inputs, 1))
+  expect_error(model |> compile(optimizer = "sgd",
+                                loss = function(y_true, y_pred) op_mean(dense(y_pred) - y_true)),
+               class = "mirrored_not_yet_error", regexp = "outside a custom layer")
+})
