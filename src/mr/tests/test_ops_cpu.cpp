@@ -228,9 +228,10 @@ TEST(CpuBackend, GemmRowsDoNotDependOnTheRowCount) {
 }
 
 // The avx512 path's library GEMM (oneDNN, which picks its own kernels, so
-// this runs on any x86-64) computes a one-row product as two equal rows:
-// the row is the first row of that two-row product, bit for bit, for every
-// transpose pair and beta, and matches a double reference. (On AVX-512
+// this runs on any x86-64) computes a one-row product as a taller one (two
+// equal rows, or 16 where the CPU's kernels for few rows differ): the row
+// is the first row of a two-row product, bit for bit, for every transpose
+// pair and beta, and matches a double reference. (On AVX-512
 // machines GemmRowsDoNotDependOnTheRowCount checks it against taller products.)
 TEST(CpuBackend, LibraryGemmRunsOneRowAsTwoEqualRows) {
   const int64_t n = 40, k = 300;  // wider than the narrow kernels' 16

@@ -23,6 +23,7 @@
 // small dY.
 #include <Eigen/Core>
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -111,6 +112,94 @@ void dnnl_block_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
   MR_CHECK(st == dnnl_success, internal, "oneDNN sgemm failed (status ", static_cast<int>(st),
            ") for m=", m, " n=", n, " k=", k);
 }
+
+// oneDNN picks its sgemm kernels per CPU, and some CPUs get another kernel
+// for products of few rows: on an AMD EPYC Zen 5 (oneDNN 2.6.3) every NT
+// product of 2..15 rows sums in another order than one of 16 or more, so a
+// batch of 5 predicted other last bits than the same rows in a batch of 64.
+// A product of m < kDnnlPadRows rows is therefore computed as one of more
+// rows (dnnl_rows_gemm; the extra rows repeat the first): two for a single
+// row (a one-row product is a matrix-vector product in oneDNN, summing in
+// yet another order), or kDnnlPadRows. The first call probes each transpose
+// pair once (at the backend's warm-up, not in a step) and picks the first
+// of these that keeps every row's bits those of a taller product; where
+// none does, that pair runs on the blocked kernels (bit-identical for any
+// split, slower).
+enum class DnnlRows : int { one_as_two, pad, blocked };
+constexpr int64_t kDnnlPadRows = 16;
+
+struct DnnlRowsPlan {
+  DnnlRows pair[4];  // index: ta + 2 * tb
+};
+
+// op(A)'s m rows computed as a product of `rows` >= m rows (rows m.. repeat
+// row 0), op(A) kept in its stored layout, so that oneDNN runs the kernel
+// of that transpose pair and row count. The copies live in this thread's
+// scratch, which grows to the largest size seen and is reused: steps after
+// the first allocate nothing.
+void dnnl_rows_gemm(bool ta, bool tb, int64_t m, int64_t rows, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                    int64_t ldc) {
+  thread_local std::vector<float> scratch;
+  const size_t need = static_cast<size_t>(rows * (k + n));
+  if (scratch.size() < need) scratch.resize(need);
+  float* ap = scratch.data();  // rows x k (k x rows when transposed)
+  float* cp = ap + rows * k;   // rows x n
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t src = i < m ? i : 0;
+    if (ta)
+      for (int64_t p = 0; p < k; ++p) ap[p * rows + i] = a[p * lda + src];
+    else
+      std::copy(a + src * lda, a + src * lda + k, ap + i * k);
+    if (beta != 0.0f) std::copy(c + src * ldc, c + src * ldc + n, cp + i * n);
+  }
+  dnnl_block_gemm(ta, tb, rows, n, k, alpha, ap, ta ? rows : k, b, ldb, beta, cp, n);
+  for (int64_t i = 0; i < m; ++i) std::copy(cp + i * n, cp + (i + 1) * n, c + i * ldc);
+}
+
+// The product on oneDNN for a pair whose plan is not `blocked`.
+void dnnl_plan_gemm(DnnlRows plan, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, int64_t lda, const float* b, int64_t ldb, float beta, float* c,
+                    int64_t ldc) {
+  if (m == 1 || (plan == DnnlRows::pad && m < kDnnlPadRows)) {
+    const int64_t rows = plan == DnnlRows::pad ? kDnnlPadRows : 2;
+    dnnl_rows_gemm(ta, tb, m, rows, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  dnnl_block_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+DnnlRowsPlan probe_dnnl_rows() {
+  constexpr int64_t M = 40, N = 48, K = 80;
+  std::vector<float> a(static_cast<size_t>(M * K)), b(static_cast<size_t>(K * N));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919 % 1009) / 504.5 - 1.0);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 6271 % 997) / 498.5 - 1.0);
+  std::vector<float> whole(static_cast<size_t>(M * N)), part(static_cast<size_t>(M * N));
+  DnnlRowsPlan plan{};
+  for (int tr = 0; tr < 4; ++tr) {
+    const bool ta = tr & 1, tb = tr & 2;
+    const int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    dnnl_block_gemm(ta, tb, M, N, K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f, whole.data(), N);
+    auto keeps_rows = [&](DnnlRows candidate) {
+      for (int64_t m = 1; m < M; ++m) {
+        dnnl_plan_gemm(candidate, ta, tb, m, N, K, 1.0f, a.data(), lda, b.data(), ldb, 0.0f,
+                       part.data(), N);
+        if (std::memcmp(part.data(), whole.data(), static_cast<size_t>(m * N) * sizeof(float)))
+          return false;
+      }
+      return true;
+    };
+    plan.pair[tr] = keeps_rows(DnnlRows::one_as_two) ? DnnlRows::one_as_two
+                    : keeps_rows(DnnlRows::pad)      ? DnnlRows::pad
+                                                     : DnnlRows::blocked;
+  }
+  return plan;
+}
+
+const DnnlRowsPlan& dnnl_rows_plan() {
+  static const DnnlRowsPlan plan = probe_dnnl_rows();  // immutable once made
+  return plan;
+}
 #endif
 
 // Floats of the stack copy a one-row product uses (32 KiB; above it, the
@@ -120,12 +209,20 @@ constexpr int64_t kRowCopyFloats = 8192;
 // The avx512 path's product of one block (oneDNN or Eigen).
 void library_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+#if MR_WITH_DNNL
+  const DnnlRows plan = dnnl_rows_plan().pair[(ta ? 1 : 0) + (tb ? 2 : 0)];
+  if (plan == DnnlRows::blocked)
+    cpu::blocked_avx2::gemm(cpu::GemmCall{ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc});
+  else
+    dnnl_plan_gemm(plan, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return;
+#endif
   if (m == 1) {
-    // Both libraries run a one-row product as a matrix-vector product, which
-    // sums in another order than their GEMM kernels: the row would differ in
-    // the last bits from the same row inside a taller product (a batch of 1
-    // against a batch of 8, a team member's one-row block). It is computed
-    // as two equal rows instead, the GEMM kernels' arithmetic.
+    // Eigen runs a one-row product as a matrix-vector product, which sums in
+    // another order than its GEMM kernels: the row would differ in the last
+    // bits from the same row inside a taller product (a batch of 1 against a
+    // batch of 8, a team member's one-row block). It is computed as two
+    // equal rows instead, the GEMM kernels' arithmetic.
     const int64_t need = 2 * (k + n);
     alignas(64) float stack[kRowCopyFloats];
     std::vector<float> heap;
@@ -139,10 +236,6 @@ void library_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     std::copy(c2, c2 + n, c);
     return;
   }
-#if MR_WITH_DNNL
-  dnnl_block_gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  return;
-#endif
   // Stored shapes: A is m x k (k x m when transposed), B is k x n (n x k).
   ConstMap am(a, ta ? k : m, ta ? m : k, Eigen::OuterStride<>(lda));
   ConstMap bm(b, tb ? n : k, tb ? k : n, Eigen::OuterStride<>(ldb));
@@ -256,6 +349,7 @@ void warm_up_gemm() {
   for (int t = 0; t < 4; ++t)
     for (float beta : {0.0f, 1.0f})
       dnnl_block_gemm(t & 1, t & 2, 8, 8, 8, 1.0f, a, 8, b, 8, beta, c, 8);
+  dnnl_rows_plan();  // the probe, here rather than in a step
 #endif
 }
 
@@ -280,7 +374,18 @@ std::string cpu_gemm_description(CpuIsa isa) {
   if (isa != CpuIsa::avx512)
     return std::string("blocked GEMM, ") + cpu_isa_label(isa) + " (bit-identical for any split)";
 #if MR_WITH_DNNL
-  return std::string("oneDNN ") + MR_DNNL_VERSION_STR + " sgemm (AVX-512)";
+  // The probe's plan (see dnnl_rows_plan), for the record of a benchmark.
+  std::string padded, blocked;
+  const char* pairs[4] = {"NN", "TN", "NT", "TT"};
+  for (int tr = 0; tr < 4; ++tr) {
+    const DnnlRows p = dnnl_rows_plan().pair[tr];
+    if (p == DnnlRows::pad) padded += std::string(padded.empty() ? "" : ",") + pairs[tr];
+    if (p == DnnlRows::blocked) blocked += std::string(blocked.empty() ? "" : ",") + pairs[tr];
+  }
+  std::string out = std::string("oneDNN ") + MR_DNNL_VERSION_STR + " sgemm (AVX-512";
+  if (!padded.empty()) out += "; " + padded + " under 16 rows padded to 16";
+  if (!blocked.empty()) out += "; " + blocked + " on the blocked AVX2 kernels";
+  return out + ")";
 #else
   return "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." +
          std::to_string(EIGEN_MAJOR_VERSION) + "." + std::to_string(EIGEN_MINOR_VERSION) +
