@@ -121,6 +121,30 @@ cpp_dataset_delay <- function(ds, seconds) {
     .Call(`_mirrored_cpp_dataset_delay`, ds, seconds)
 }
 
+cpp_dataset_unbatch <- function(ds) {
+    .Call(`_mirrored_cpp_dataset_unbatch`, ds)
+}
+
+cpp_dataset_enumerate <- function(ds, start) {
+    .Call(`_mirrored_cpp_dataset_enumerate`, ds, start)
+}
+
+cpp_dataset_filter_r <- function(ds, fn, label) {
+    .Call(`_mirrored_cpp_dataset_filter_r`, ds, fn, label)
+}
+
+cpp_dataset_zip <- function(datasets) {
+    .Call(`_mirrored_cpp_dataset_zip`, datasets)
+}
+
+cpp_dataset_concatenate <- function(first, second) {
+    .Call(`_mirrored_cpp_dataset_concatenate`, first, second)
+}
+
+cpp_dataset_padded_batch <- function(ds, batch_size, padded_shapes, padding_values, drop_remainder) {
+    .Call(`_mirrored_cpp_dataset_padded_batch`, ds, batch_size, padded_shapes, padding_values, drop_remainder)
+}
+
 cpp_dataset_info <- function(ds) {
     .Call(`_mirrored_cpp_dataset_info`, ds)
 }

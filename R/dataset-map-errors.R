@@ -4,8 +4,9 @@
 # turns any error into a mirrored_value_error naming dataset_map(), the
 # element's component shapes and the original message (never the values).
 
-# `fn`: the map function; `call`: the user's dataset_map() call.
-map_reporting_shapes <- function(fn, call) {
+# `fn`: the map function; `call`: the user's dataset_map() call; `what`:
+# the user's function (dataset_map, dataset_filter).
+map_reporting_shapes <- function(fn, call, what = "dataset_map") {
   force(fn)
   force(call)
   function(...) {
@@ -20,7 +21,7 @@ map_reporting_shapes <- function(fn, call) {
         txt <- paste(deparse(inner, width.cutoff = 500L, nlines = 1L), collapse = " ")
         if (nchar(txt) <= 80) txt
       }
-      cli::cli_abort(c("{.fn dataset_map}: the function failed on an element of shapes {shapes}.",
+      cli::cli_abort(c("{.fn {what}}: the function failed on an element of shapes {shapes}.",
                        x = if (is.null(where)) "{msg}" else "In {.code {where}}: {msg}"),
                      class = c("mirrored_map_error", "mirrored_value_error", "mirrored_error"),
                      call = call)

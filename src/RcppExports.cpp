@@ -367,6 +367,80 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_dataset_unbatch
+SEXP cpp_dataset_unbatch(SEXP ds);
+RcppExport SEXP _mirrored_cpp_dataset_unbatch(SEXP dsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_unbatch(ds));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_enumerate
+SEXP cpp_dataset_enumerate(SEXP ds, double start);
+RcppExport SEXP _mirrored_cpp_dataset_enumerate(SEXP dsSEXP, SEXP startSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type start(startSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_enumerate(ds, start));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_filter_r
+SEXP cpp_dataset_filter_r(SEXP ds, Rcpp::Function fn, std::string label);
+RcppExport SEXP _mirrored_cpp_dataset_filter_r(SEXP dsSEXP, SEXP fnSEXP, SEXP labelSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type fn(fnSEXP);
+    Rcpp::traits::input_parameter< std::string >::type label(labelSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_filter_r(ds, fn, label));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_zip
+SEXP cpp_dataset_zip(Rcpp::List datasets);
+RcppExport SEXP _mirrored_cpp_dataset_zip(SEXP datasetsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type datasets(datasetsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_zip(datasets));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_concatenate
+SEXP cpp_dataset_concatenate(SEXP first, SEXP second);
+RcppExport SEXP _mirrored_cpp_dataset_concatenate(SEXP firstSEXP, SEXP secondSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type first(firstSEXP);
+    Rcpp::traits::input_parameter< SEXP >::type second(secondSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_concatenate(first, second));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_padded_batch
+SEXP cpp_dataset_padded_batch(SEXP ds, double batch_size, Rcpp::List padded_shapes, Rcpp::NumericVector padding_values, bool drop_remainder);
+RcppExport SEXP _mirrored_cpp_dataset_padded_batch(SEXP dsSEXP, SEXP batch_sizeSEXP, SEXP padded_shapesSEXP, SEXP padding_valuesSEXP, SEXP drop_remainderSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type padded_shapes(padded_shapesSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type padding_values(padding_valuesSEXP);
+    Rcpp::traits::input_parameter< bool >::type drop_remainder(drop_remainderSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_padded_batch(ds, batch_size, padded_shapes, padding_values, drop_remainder));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_dataset_info
 Rcpp::List cpp_dataset_info(SEXP ds);
 RcppExport SEXP _mirrored_cpp_dataset_info(SEXP dsSEXP) {
@@ -1329,6 +1403,12 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_affine", (DL_FUNC) &_mirrored_cpp_dataset_affine, 5},
     {"_mirrored_cpp_dataset_one_hot", (DL_FUNC) &_mirrored_cpp_dataset_one_hot, 3},
     {"_mirrored_cpp_dataset_delay", (DL_FUNC) &_mirrored_cpp_dataset_delay, 2},
+    {"_mirrored_cpp_dataset_unbatch", (DL_FUNC) &_mirrored_cpp_dataset_unbatch, 1},
+    {"_mirrored_cpp_dataset_enumerate", (DL_FUNC) &_mirrored_cpp_dataset_enumerate, 2},
+    {"_mirrored_cpp_dataset_filter_r", (DL_FUNC) &_mirrored_cpp_dataset_filter_r, 3},
+    {"_mirrored_cpp_dataset_zip", (DL_FUNC) &_mirrored_cpp_dataset_zip, 1},
+    {"_mirrored_cpp_dataset_concatenate", (DL_FUNC) &_mirrored_cpp_dataset_concatenate, 2},
+    {"_mirrored_cpp_dataset_padded_batch", (DL_FUNC) &_mirrored_cpp_dataset_padded_batch, 5},
     {"_mirrored_cpp_dataset_info", (DL_FUNC) &_mirrored_cpp_dataset_info, 1},
     {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
     {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},

@@ -13,6 +13,7 @@
 
 #include "data/builtin_transforms.h"
 #include "data/cache.h"
+#include "data/combine.h"
 #include "data/dataset_source.h"
 #include "data/file_parts.h"
 #include "data/file_sources.h"
@@ -191,6 +192,25 @@ class RMapFunction final : public mr::ElementFunction {
   std::string label_;
 };
 
+// dataset_filter()'s R predicate: called like a map function, it returns
+// TRUE or FALSE (checked in R, which names the user's call).
+class RPredicate final : public mr::ElementPredicate {
+ public:
+  RPredicate(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
+  bool keep(const mr::Element& e) override {
+    Rcpp::List args = element_to_r(e);
+    Rcpp::Function do_call("do.call");
+    SEXP res = e.names ? fn_(args) : do_call(fn_, args);
+    return Rf_asLogical(res) == TRUE;
+  }
+  std::string label() const override { return label_; }
+  bool needs_caller_thread() const override { return true; }
+
+ private:
+  Rcpp::Function fn_;
+  std::string label_;
+};
+
 std::vector<int> components_arg(Rcpp::IntegerVector comps) {
   std::vector<int> v;
   for (int c : comps) v.push_back(c - 1);
@@ -307,6 +327,55 @@ SEXP cpp_dataset_one_hot(SEXP ds, Rcpp::IntegerVector components, double num_cla
 // [[Rcpp::export]]
 SEXP cpp_dataset_delay(SEXP ds, double seconds) {
   return guarded([&] { return wrap(mr::make_map(get(ds), mr::make_delay(seconds))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_unbatch(SEXP ds) {
+  return guarded([&] { return wrap(mr::make_unbatch(get(ds))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_enumerate(SEXP ds, double start) {
+  return guarded([&] { return wrap(mr::make_enumerate(get(ds), static_cast<int64_t>(start))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_filter_r(SEXP ds, Rcpp::Function fn, std::string label) {
+  return guarded(
+      [&] { return wrap(mr::make_filter(get(ds), std::make_shared<RPredicate>(fn, label))); });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_zip(Rcpp::List datasets) {
+  return guarded([&] {
+    std::vector<mr::DatasetPtr> ins;
+    for (R_xlen_t k = 0; k < datasets.size(); ++k) ins.push_back(get(datasets[k]));
+    return wrap(mr::make_zip(std::move(ins)));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_concatenate(SEXP first, SEXP second) {
+  return guarded([&] { return wrap(mr::make_concatenate(get(first), get(second))); });
+}
+
+// `padded_shapes`: a list of per-component shapes (NA: the batch's longest),
+// or an empty list for the longest everywhere.
+// [[Rcpp::export]]
+SEXP cpp_dataset_padded_batch(SEXP ds, double batch_size, Rcpp::List padded_shapes,
+                              Rcpp::NumericVector padding_values, bool drop_remainder) {
+  return guarded([&] {
+    std::vector<std::vector<int64_t>> shapes;
+    for (R_xlen_t k = 0; k < padded_shapes.size(); ++k) {
+      Rcpp::NumericVector s(padded_shapes[k]);
+      std::vector<int64_t> dims;
+      for (double d : s) dims.push_back(std::isnan(d) ? -1 : static_cast<int64_t>(d));
+      shapes.push_back(std::move(dims));
+    }
+    std::vector<float> values(padding_values.begin(), padding_values.end());
+    return wrap(mr::make_padded_batch(get(ds), static_cast<int64_t>(batch_size), std::move(shapes),
+                                      std::move(values), drop_remainder));
+  });
 }
 
 // What print() and length() show.
