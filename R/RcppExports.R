@@ -145,6 +145,14 @@ cpp_dataset_padded_batch <- function(ds, batch_size, padded_shapes, padding_valu
     .Call(`_mirrored_cpp_dataset_padded_batch`, ds, batch_size, padded_shapes, padding_values, drop_remainder)
 }
 
+cpp_dataset_window <- function(ds, size, shift, stride, drop_remainder) {
+    .Call(`_mirrored_cpp_dataset_window`, ds, size, shift, stride, drop_remainder)
+}
+
+cpp_dataset_flat_map_r <- function(ds, fn, label, cycle_length, block_length) {
+    .Call(`_mirrored_cpp_dataset_flat_map_r`, ds, fn, label, cycle_length, block_length)
+}
+
 cpp_dataset_info <- function(ds) {
     .Call(`_mirrored_cpp_dataset_info`, ds)
 }

@@ -49,6 +49,7 @@ flat_components <- function(dataset, what, call) {
 #' @export
 dataset_unbatch <- function(dataset, name = NULL) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_unbatch")
   derive_dataset(dataset, with_core(cpp_dataset_unbatch(dataset$ptr)))
 }
 
@@ -57,6 +58,7 @@ dataset_unbatch <- function(dataset, name = NULL) {
 dataset_enumerate <- function(dataset, start = 0L) {
   call <- sys.call()
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_enumerate")
   start <- check_int(start, "start", call = call)
   f <- flat_components(dataset, "dataset_enumerate", call)
   new_dataset(with_core(cpp_dataset_enumerate(dataset$ptr, start), call = call),
@@ -69,6 +71,7 @@ dataset_enumerate <- function(dataset, start = 0L) {
 dataset_filter <- function(dataset, predicate) {
   call <- sys.call()
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_filter")
   f <- as_map_function(predicate, call = call)
   checked <- function(...) {
     keep <- f(...)
@@ -113,6 +116,7 @@ dataset_zip <- function(...) {
                   call = call)
     }
   }
+  for (d in datasets) check_element_dataset(d, "dataset_zip", call)
   parts <- lapply(datasets, flat_components, what = "dataset_zip", call = call)
   ptr <- with_core(cpp_dataset_zip(lapply(datasets, `[[`, "ptr")), call = call)
   new_dataset(ptr, list(sizes = vapply(parts, `[[`, 1L, "n"), inner = lapply(parts, `[[`, "names"),
@@ -128,9 +132,11 @@ zip_datasets <- dataset_zip
 dataset_concatenate <- function(dataset, ...) {
   call <- sys.call()
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_concatenate")
   out <- dataset
   for (d in list(...)) {
     check_dataset(d, "...", call = call)
+    check_element_dataset(d, "dataset_concatenate", call)
     out <- derive_dataset(dataset, with_core(cpp_dataset_concatenate(out$ptr, d$ptr), call = call))
   }
   out
@@ -161,6 +167,7 @@ dataset_padded_batch <- function(dataset, batch_size, padded_shapes = NULL, padd
                                  drop_remainder = FALSE, name = NULL) {
   call <- sys.call()
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_padded_batch")
   batch_size <- check_int(batch_size, "batch_size", min = 1, call = call)
   check_bool(drop_remainder, "drop_remainder", call = call)
   shapes <- list()

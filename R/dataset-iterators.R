@@ -35,6 +35,7 @@ as_array_iterator <- function(x) {
   state$ptr <- with_core(cpp_dataset_iterator(x$ptr))
   state$exhausted <- FALSE
   state$structure <- x$structure
+  state$window <- isTRUE(x$window)
   structure(list(state = state), class = "mirrored_iterator")
 }
 
@@ -55,6 +56,7 @@ iter_next <- function(it, completed = NULL) {
     it$state$exhausted <- TRUE
     return(completed)
   }
+  if (it$state$window) el <- window_datasets(el)
   regroup_element(el, it$state$structure)
 }
 

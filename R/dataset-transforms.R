@@ -24,6 +24,7 @@ wrap_transform <- function(dataset, ptr) derive_dataset(dataset, ptr)
 dataset_batch <- function(dataset, batch_size, drop_remainder = FALSE, num_parallel_calls = NULL,
                           deterministic = NULL, name = NULL) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_batch")
   batch_size <- check_int(batch_size, "batch_size", min = 1)
   check_bool(drop_remainder, "drop_remainder")
   derive_dataset(dataset, with_core(cpp_dataset_batch(dataset$ptr, batch_size, drop_remainder)))
@@ -239,6 +240,7 @@ dataset_prefetch <- function(dataset, buffer_size = -1L) {
 #' @export
 dataset_map <- function(dataset, map_func, num_parallel_calls = NULL, name = NULL) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_map")
   fn <- map_reporting_shapes(as_map_function(map_func), sys.call())
   label <- paste0("map(map_func = ", paste(deparse(map_func, width.cutoff = 500L), collapse = " "), ")")
   if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
@@ -324,6 +326,7 @@ dataset_component_names <- function(dataset) dataset_info(dataset)$names
 #' @export
 dataset_rescale <- function(dataset, scale, offset = 0, components = 1L) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_rescale")
   comps <- resolve_components(dataset, components, 1L)
   check_affine(scale, "scale")
   check_affine(offset, "offset")
@@ -334,6 +337,7 @@ dataset_rescale <- function(dataset, scale, offset = 0, components = 1L) {
 #' @export
 dataset_normalize <- function(dataset, mean, variance, components = 1L) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_normalize")
   comps <- resolve_components(dataset, components, 1L)
   check_affine(mean, "mean")
   check_affine(variance, "variance")
@@ -352,6 +356,7 @@ check_affine <- function(x, arg, call = sys.call(-1)) {
 #' @export
 dataset_cast <- function(dataset, dtype, components = 1L) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_cast")
   comps <- resolve_components(dataset, components, 1L)
   types <- c(float32 = "double", float64 = "double", double = "double", int32 = "integer",
              int64 = "integer", integer = "integer", bool = "logical", logical = "logical")
@@ -363,6 +368,7 @@ dataset_cast <- function(dataset, dtype, components = 1L) {
 #' @export
 dataset_one_hot <- function(dataset, num_classes, components = NULL) {
   check_dataset(dataset)
+  check_element_dataset(dataset, "dataset_one_hot")
   num_classes <- check_int(num_classes, "num_classes", min = 1)
   comps <- resolve_components(dataset, components, "last")
   if (anyNA(comps)) abort_value("{.arg components} must be given when the element structure is unknown.")

@@ -8,11 +8,13 @@
 # groups' names, is_list = whether each group was a list, not a bare array);
 # NULL for flat elements. Transforms that keep components
 # keep it (derive_dataset()).
-new_dataset <- function(ptr, structure = NULL) {
-  structure(list(ptr = ptr, structure = structure), class = "mirrored_dataset")
+# `window`: TRUE for a dataset_window() (and what keeps its elements): each
+# component of an element is a window of rows, handed to R as a dataset.
+new_dataset <- function(ptr, structure = NULL, window = FALSE) {
+  structure(list(ptr = ptr, structure = structure, window = window), class = "mirrored_dataset")
 }
 
-derive_dataset <- function(parent, ptr) new_dataset(ptr, parent$structure)
+derive_dataset <- function(parent, ptr) new_dataset(ptr, parent$structure, isTRUE(parent$window))
 
 #' Is this a dataset?
 #'

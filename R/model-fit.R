@@ -500,6 +500,7 @@ check_dataset_call <- function(batch_size, y, arg, sample_weight = NULL, call = 
 # evaluation, (x) or (x, y) for predict (y ignored); checked here when the
 # structure is known before iterating, else by the core on the first batch.
 dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call = sys.call(-1)) {
+  check_element_dataset(ds, call_name(call), call)
   info <- dataset_info(ds)
   n <- info$components
   n_in <- if (is.null(model$graph())) 1L else length(model$graph()$inputs)

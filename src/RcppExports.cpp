@@ -441,6 +441,36 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// cpp_dataset_window
+SEXP cpp_dataset_window(SEXP ds, double size, double shift, double stride, bool drop_remainder);
+RcppExport SEXP _mirrored_cpp_dataset_window(SEXP dsSEXP, SEXP sizeSEXP, SEXP shiftSEXP, SEXP strideSEXP, SEXP drop_remainderSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< double >::type size(sizeSEXP);
+    Rcpp::traits::input_parameter< double >::type shift(shiftSEXP);
+    Rcpp::traits::input_parameter< double >::type stride(strideSEXP);
+    Rcpp::traits::input_parameter< bool >::type drop_remainder(drop_remainderSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_window(ds, size, shift, stride, drop_remainder));
+    return rcpp_result_gen;
+END_RCPP
+}
+// cpp_dataset_flat_map_r
+SEXP cpp_dataset_flat_map_r(SEXP ds, Rcpp::Function fn, std::string label, double cycle_length, double block_length);
+RcppExport SEXP _mirrored_cpp_dataset_flat_map_r(SEXP dsSEXP, SEXP fnSEXP, SEXP labelSEXP, SEXP cycle_lengthSEXP, SEXP block_lengthSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< SEXP >::type ds(dsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type fn(fnSEXP);
+    Rcpp::traits::input_parameter< std::string >::type label(labelSEXP);
+    Rcpp::traits::input_parameter< double >::type cycle_length(cycle_lengthSEXP);
+    Rcpp::traits::input_parameter< double >::type block_length(block_lengthSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_flat_map_r(ds, fn, label, cycle_length, block_length));
+    return rcpp_result_gen;
+END_RCPP
+}
 // cpp_dataset_info
 Rcpp::List cpp_dataset_info(SEXP ds);
 RcppExport SEXP _mirrored_cpp_dataset_info(SEXP dsSEXP) {
@@ -1409,6 +1439,8 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_zip", (DL_FUNC) &_mirrored_cpp_dataset_zip, 1},
     {"_mirrored_cpp_dataset_concatenate", (DL_FUNC) &_mirrored_cpp_dataset_concatenate, 2},
     {"_mirrored_cpp_dataset_padded_batch", (DL_FUNC) &_mirrored_cpp_dataset_padded_batch, 5},
+    {"_mirrored_cpp_dataset_window", (DL_FUNC) &_mirrored_cpp_dataset_window, 5},
+    {"_mirrored_cpp_dataset_flat_map_r", (DL_FUNC) &_mirrored_cpp_dataset_flat_map_r, 5},
     {"_mirrored_cpp_dataset_info", (DL_FUNC) &_mirrored_cpp_dataset_info, 1},
     {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
     {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},

@@ -21,6 +21,7 @@
 #include "data/prefetch.h"
 #include "data/sources.h"
 #include "data/transforms.h"
+#include "data/windows.h"
 #include "dist/worker_data.h"
 #include "r_glue.h"
 #include "train/model.h"
@@ -211,6 +212,26 @@ class RPredicate final : public mr::ElementPredicate {
   std::string label_;
 };
 
+// dataset_flat_map()'s and dataset_interleave()'s R function: called like a
+// map function, it returns a dataset's external pointer (the R wrapper
+// checks that the user's function returned a dataset).
+class RDatasetFunction final : public mr::DatasetFunction {
+ public:
+  RDatasetFunction(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
+  mr::DatasetPtr apply(const mr::Element& e) override {
+    Rcpp::List args = element_to_r(e);
+    Rcpp::Function do_call("do.call");
+    Rcpp::RObject res(e.names ? fn_(args) : do_call(fn_, args));
+    return get(res);
+  }
+  std::string label() const override { return label_; }
+  bool needs_caller_thread() const override { return true; }
+
+ private:
+  Rcpp::Function fn_;
+  std::string label_;
+};
+
 std::vector<int> components_arg(Rcpp::IntegerVector comps) {
   std::vector<int> v;
   for (int c : comps) v.push_back(c - 1);
@@ -375,6 +396,25 @@ SEXP cpp_dataset_padded_batch(SEXP ds, double batch_size, Rcpp::List padded_shap
     std::vector<float> values(padding_values.begin(), padding_values.end());
     return wrap(mr::make_padded_batch(get(ds), static_cast<int64_t>(batch_size), std::move(shapes),
                                       std::move(values), drop_remainder));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_window(SEXP ds, double size, double shift, double stride, bool drop_remainder) {
+  return guarded([&] {
+    return wrap(mr::make_window(get(ds), static_cast<int64_t>(size), static_cast<int64_t>(shift),
+                                static_cast<int64_t>(stride), drop_remainder));
+  });
+}
+
+// [[Rcpp::export]]
+SEXP cpp_dataset_flat_map_r(SEXP ds, Rcpp::Function fn, std::string label, double cycle_length,
+                            double block_length) {
+  return guarded([&] {
+    auto f = std::make_shared<RDatasetFunction>(fn, label);
+    if (cycle_length <= 0) return wrap(mr::make_flat_map(get(ds), f));
+    return wrap(mr::make_interleave(get(ds), f, static_cast<int64_t>(cycle_length),
+                                    static_cast<int64_t>(block_length)));
   });
 }
 

@@ -115,3 +115,55 @@ test_that("combining a mapped or nested dataset is a not-yet error naming the fu
   nested <- tensor_slices_dataset(list(list(1:2, 3:4), 5:6))
   expect_error(dataset_zip(nested, nested), class = "mirrored_not_yet_error", regexp = "nested")
 })
+
+test_that("dataset_window() windows as tf.data does, handed out as datasets", {
+  w <- tensor_slices_dataset(1:7) |> dataset_window(3, shift = 2)
+  expect_equal(length(w), 4)
+  first <- iter_next(as_iterator(w))
+  expect_true(is_dataset(first[[1]]))
+  expect_equal(unlist(dataset_collect(first[[1]])), 1:3)
+  rows <- w |> dataset_flat_map(function(x) dataset_batch(x, 3)) |> dataset_collect()
+  expect_equal(lapply(rows, `[[`, 1), list(1:3, 3:5, 5:7, 7L))
+  dropped <- tensor_slices_dataset(1:7) |> dataset_window(3, shift = 2, drop_remainder = TRUE)
+  expect_equal(length(dropped), 3)
+  strided <- tensor_slices_dataset(1:10) |> dataset_window(3, shift = 4, stride = 2, drop_remainder = TRUE) |>
+    dataset_flat_map(~ dataset_batch(.x, 3)) |> dataset_collect()
+  expect_equal(lapply(strided, `[[`, 1), list(c(1L, 3L, 5L), c(5L, 7L, 9L)))
+  # a sliding window over a series: every run of 5 consecutive values
+  series <- tensor_slices_dataset(as.numeric(1:20)) |> dataset_window(5, shift = 1, drop_remainder = TRUE) |>
+    dataset_flat_map(function(x) dataset_batch(x, 5)) |> dataset_collect()
+  expect_length(series, 16)
+  expect_equal(series[[16]][[1]], as.numeric(16:20))
+  # a window of pairs is a pair of datasets
+  pairs <- dataset_zip(tensor_slices_dataset(matrix(1:10, 5)), tensor_slices_dataset(1:5)) |>
+    dataset_window(2)
+  el <- iter_next(as_iterator(pairs))
+  expect_length(el, 2)
+  expect_equal(dataset_collect(el[[2]]), list(list(1L), list(2L)))
+  expect_error(w |> dataset_batch(2), class = "mirrored_not_yet_error", regexp = "dataset_flat_map")
+  expect_error(w |> dataset_map(identity), class = "mirrored_not_yet_error")
+  expect_error(tensor_slices_dataset(1:3) |> dataset_window(0), class = "mirrored_value_error")
+})
+
+test_that("dataset_flat_map() and dataset_interleave() flatten the datasets map_func returns", {
+  flat <- tensor_slices_dataset(1:3) |> dataset_flat_map(function(n) tensor_slices_dataset(rep(n, n)))
+  expect_equal(unlist(dataset_collect(flat)), c(1L, 2L, 2L, 3L, 3L, 3L))
+  expect_true(is.na(length(flat)))
+  # tf.data's deterministic interleave order
+  inter <- tensor_slices_dataset(c(1, 2, 3)) |>
+    dataset_interleave(function(x) tensor_slices_dataset(rep(x, 4)), cycle_length = 2, block_length = 2)
+  expect_equal(unlist(dataset_collect(inter)), c(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3))
+  # tf.data's documented example: range(1, 6), each repeated 6 times, cycle 2, block 4
+  doc <- tensor_slices_dataset(1:5) |>
+    dataset_interleave(function(x) tensor_slices_dataset(rep(x, 6)), cycle_length = 2, block_length = 4)
+  expect_equal(unlist(dataset_collect(doc)),
+               c(1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5))
+  # an exhausted dataset hands its turn to the next slot
+  uneven <- tensor_slices_dataset(c(1, 3, 2)) |>
+    dataset_interleave(function(n) tensor_slices_dataset(rep(n, n)), cycle_length = 2)
+  expect_equal(unlist(dataset_collect(uneven)), c(1, 3, 3, 2, 3, 2))
+  expect_error(tensor_slices_dataset(1:3) |> dataset_flat_map(function(n) n) |> dataset_collect(),
+               class = "mirrored_map_error", regexp = "must return a dataset")
+  expect_error(tensor_slices_dataset(1:3) |> dataset_interleave(identity, cycle_length = 0),
+               class = "mirrored_value_error")
+})

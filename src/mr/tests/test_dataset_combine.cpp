@@ -9,6 +9,7 @@
 #include "data/combine.h"
 #include "data/sources.h"
 #include "data/transforms.h"
+#include "data/windows.h"
 
 namespace mr {
 namespace {
@@ -147,6 +148,60 @@ TEST(DatasetCombine, PaddedBatchPadsToTheLongestOrTheGivenShape) {
             (std::vector<float>{1, -1, -1, -1, 1, 2, -1, -1, 1, 2, 3, -1}));
   EXPECT_THROW(all(*make_padded_batch(src, 3, {{2}}, {}, false)), Error);
   EXPECT_EQ(make_padded_batch(src, 2, {}, {}, true)->cardinality(), 1);
+}
+
+TEST(DatasetCombine, WindowStacksConsecutiveElements) {
+  // Component 1 of rows_source is the row id: windows of 3, every 2.
+  const DatasetPtr w = make_window(rows_source(7), 3, 2, 1, false);
+  std::vector<std::vector<float>> ids;
+  for (const Element& e : all(*w)) {
+    ids.push_back(e.parts[1].values);
+    EXPECT_EQ(e.parts[0].shape.size(), 2u);
+  }
+  EXPECT_EQ(ids, (std::vector<std::vector<float>>{{0, 1, 2}, {2, 3, 4}, {4, 5, 6}, {6}}));
+  EXPECT_EQ(w->cardinality(), 4);
+  const DatasetPtr d = make_window(rows_source(10), 3, 4, 2, true);
+  ids.clear();
+  for (const Element& e : all(*d)) ids.push_back(e.parts[1].values);
+  EXPECT_EQ(ids, (std::vector<std::vector<float>>{{0, 2, 4}, {4, 6, 8}}));
+  EXPECT_EQ(d->cardinality(), 2);
+  EXPECT_THROW(make_window(rows_source(3), 0, 1, 1, false), Error);
+}
+
+// Element i (its id component) to a dataset of i + 1 rows.
+class FirstRows final : public DatasetFunction {
+ public:
+  DatasetPtr apply(const Element& e) override {
+    return rows_source(static_cast<int64_t>(e.parts[1].values[0]) + 1, 100 * e.parts[1].values[0]);
+  }
+  std::string label() const override { return "first_rows"; }
+};
+
+TEST(DatasetCombine, FlatMapAndInterleaveOrders) {
+  std::vector<float> flat;
+  for (const Element& e : all(*make_flat_map(rows_source(3), std::make_shared<FirstRows>())))
+    flat.push_back(e.parts[1].values[0]);
+  EXPECT_EQ(flat, (std::vector<float>{0, 100, 101, 200, 201, 202}));
+  std::vector<float> inter;
+  for (const Element& e :
+       all(*make_interleave(rows_source(3), std::make_shared<FirstRows>(), 2, 1)))
+    inter.push_back(e.parts[1].values[0]);
+  // slots: [0] and [100 101]; 0 ends, its slot takes [200 201 202]
+  EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202}));
+  inter.clear();
+  // cycle 3, block 2: [0], [100 101], [200 201 202] read two at a time in turn
+  for (const Element& e :
+       all(*make_interleave(rows_source(3), std::make_shared<FirstRows>(), 3, 2)))
+    inter.push_back(e.parts[1].values[0]);
+  EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202}));
+  inter.clear();
+  // cycle 2, block 2 over 4 elements: an ended dataset passes its turn on; the
+  // next slot that finds itself empty takes the next element
+  for (const Element& e :
+       all(*make_interleave(rows_source(4), std::make_shared<FirstRows>(), 2, 2)))
+    inter.push_back(e.parts[1].values[0]);
+  EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202, 300, 301, 302, 303}));
+  EXPECT_THROW(make_interleave(rows_source(3), std::make_shared<FirstRows>(), 0, 1), Error);
 }
 
 }  // namespace
