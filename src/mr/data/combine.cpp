@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "data/unary.h"
 
 namespace mr {
 
@@ -58,17 +59,7 @@ class UnbatchIterator final : public Iterator {
   int64_t rows_ = 0, row_ = 0;
 };
 
-class Unary : public Dataset {
- public:
-  explicit Unary(DatasetPtr input) : input_(std::move(input)) {
-    MR_CHECK(input_ != nullptr, internal, "a transform needs an input dataset");
-  }
-  DatasetPtr input() const override { return input_; }
-  ElementSpec spec() const override { return input_->spec(); }
-
- protected:
-  DatasetPtr input_;
-};
+using Unary = UnaryDataset;
 
 class UnbatchDataset final : public Unary {
  public:

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/unary.h"
 
 namespace mr {
 
@@ -17,17 +18,7 @@ namespace {
 // Philox stream id of shuffle buffers ("SB").
 constexpr uint32_t kShuffleStream = 0x5342u;
 
-class Unary : public Dataset {
- public:
-  explicit Unary(DatasetPtr input) : input_(std::move(input)) {
-    MR_CHECK(input_ != nullptr, internal, "a transform needs an input dataset");
-  }
-  DatasetPtr input() const override { return input_; }
-  ElementSpec spec() const override { return input_->spec(); }
-
- protected:
-  DatasetPtr input_;
-};
+using Unary = UnaryDataset;
 
 // ---- batch ---------------------------------------------------------------
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "data/unary.h"
 
 namespace mr {
 
@@ -83,16 +84,14 @@ class WindowIterator final : public Iterator {
   bool ended_ = false;
 };
 
-class WindowDataset final : public Dataset {
+class WindowDataset final : public UnaryDataset {
  public:
   WindowDataset(DatasetPtr in, int64_t size, int64_t shift, int64_t stride, bool drop)
-      : input_(std::move(in)), size_(size), shift_(shift), stride_(stride), drop_(drop) {
-    MR_CHECK(input_ != nullptr, internal, "a transform needs an input dataset");
+      : UnaryDataset(std::move(in)), size_(size), shift_(shift), stride_(stride), drop_(drop) {
     MR_CHECK(size_ > 0 && shift_ > 0 && stride_ > 0, value,
              "dataset_window(): `size`, `shift` and `stride` must be positive, got ", size_, ", ",
              shift_, " and ", stride_);
   }
-  DatasetPtr input() const override { return input_; }
   DatasetPtr with_input(DatasetPtr in) const override {
     return std::make_shared<WindowDataset>(std::move(in), size_, shift_, stride_, drop_);
   }
@@ -119,20 +118,18 @@ class WindowDataset final : public Dataset {
   }
 
  private:
-  DatasetPtr input_;
   int64_t size_, shift_, stride_;
   bool drop_;
 };
 
 // ---- flat_map / interleave -----------------------------------------------------
 
-class Mapped : public Dataset {
+class Mapped : public UnaryDataset {
  public:
   Mapped(DatasetPtr in, std::shared_ptr<DatasetFunction> fn)
-      : input_(std::move(in)), fn_(std::move(fn)) {
-    MR_CHECK(input_ != nullptr && fn_ != nullptr, internal, "a transform needs its input");
+      : UnaryDataset(std::move(in)), fn_(std::move(fn)) {
+    MR_CHECK(fn_ != nullptr, internal, "a transform needs its function");
   }
-  DatasetPtr input() const override { return input_; }
   int64_t cardinality() const override { return input_->cardinality() == 0 ? 0 : kUnknown; }
   ElementSpec spec() const override { return ElementSpec{false, {}, nullptr}; }
   bool needs_caller_thread() const override {
@@ -140,7 +137,6 @@ class Mapped : public Dataset {
   }
 
  protected:
-  DatasetPtr input_;
   std::shared_ptr<DatasetFunction> fn_;
 };
 

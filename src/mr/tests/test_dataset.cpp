@@ -19,27 +19,11 @@
 #include "data/prefetch.h"
 #include "data/sources.h"
 #include "data/transforms.h"
+#include "tests/dataset_rows.h"
 #include "tests/test_util.h"
 
 namespace mr {
 namespace {
-
-// n rows; component 0 holds (i, 100 + i) per row, component 1 holds i (an integer label).
-DatasetPtr range_source(int64_t n) {
-  auto data = std::make_shared<SourceData>();
-  data->rows = n;
-  Column x, y;
-  x.shape = {2};
-  y.shape = {};
-  y.rtype = RType::integer;
-  for (int64_t i = 0; i < n; ++i) {
-    x.f32.push_back(static_cast<float>(i));
-    x.f32.push_back(static_cast<float>(100 + i));
-    y.f32.push_back(static_cast<float>(i));
-  }
-  data->cols = {x, y};
-  return std::make_shared<TensorSlicesDataset>(data);
-}
 
 // The first value of component 0 of every element (a row id for unbatched data).
 std::vector<std::vector<float>> collect(const Dataset& ds, uint64_t key = 0, size_t comp = 1) {

@@ -10,26 +10,10 @@
 #include "data/sources.h"
 #include "data/transforms.h"
 #include "data/windows.h"
+#include "tests/dataset_rows.h"
 
 namespace mr {
 namespace {
-
-// n rows; component 0 holds (i, 100 + i), component 1 holds i (an integer).
-DatasetPtr rows_source(int64_t n, float offset = 0) {
-  auto data = std::make_shared<SourceData>();
-  data->rows = n;
-  Column x, y;
-  x.shape = {2};
-  y.shape = {};
-  y.rtype = RType::integer;
-  for (int64_t i = 0; i < n; ++i) {
-    x.f32.push_back(offset + static_cast<float>(i));
-    x.f32.push_back(offset + static_cast<float>(100 + i));
-    y.f32.push_back(offset + static_cast<float>(i));
-  }
-  data->cols = {x, y};
-  return std::make_shared<TensorSlicesDataset>(data);
-}
 
 std::vector<Element> all(const Dataset& ds, uint64_t key = 0) {
   std::vector<Element> out;
@@ -40,7 +24,7 @@ std::vector<Element> all(const Dataset& ds, uint64_t key = 0) {
 }
 
 TEST(DatasetCombine, UnbatchInvertsBatchWithAPartialLastBatch) {
-  const DatasetPtr src = rows_source(7);
+  const DatasetPtr src = range_source(7);
   const auto want = all(*src);
   const auto got = all(*make_unbatch(make_batch(src, 3, false)));
   ASSERT_EQ(got.size(), want.size());
@@ -56,7 +40,7 @@ TEST(DatasetCombine, UnbatchInvertsBatchWithAPartialLastBatch) {
 }
 
 TEST(DatasetCombine, EnumerateCountsFromStart) {
-  const auto got = all(*make_enumerate(rows_source(4), 10));
+  const auto got = all(*make_enumerate(range_source(4), 10));
   ASSERT_EQ(got.size(), 4u);
   for (size_t i = 0; i < 4; ++i) {
     ASSERT_EQ(got[i].parts.size(), 3u);
@@ -65,7 +49,7 @@ TEST(DatasetCombine, EnumerateCountsFromStart) {
     EXPECT_EQ(got[i].parts[0].rtype, RType::integer);
     EXPECT_EQ(got[i].parts[2].values[0], static_cast<float>(i));
   }
-  EXPECT_EQ(make_enumerate(rows_source(4), 0)->spec().parts.size(), 3u);
+  EXPECT_EQ(make_enumerate(range_source(4), 0)->spec().parts.size(), 3u);
 }
 
 class EvenRows final : public ElementPredicate {
@@ -75,7 +59,7 @@ class EvenRows final : public ElementPredicate {
 };
 
 TEST(DatasetCombine, FilterKeepsWhatThePredicateKeeps) {
-  const DatasetPtr f = make_filter(rows_source(9), std::make_shared<EvenRows>());
+  const DatasetPtr f = make_filter(range_source(9), std::make_shared<EvenRows>());
   std::vector<float> ids;
   for (const Element& e : all(*f)) ids.push_back(e.parts[1].values[0]);
   EXPECT_EQ(ids, (std::vector<float>{0, 2, 4, 6, 8}));
@@ -83,7 +67,7 @@ TEST(DatasetCombine, FilterKeepsWhatThePredicateKeeps) {
 }
 
 TEST(DatasetCombine, ZipStopsAtTheShortestAndPlacesComponentsInOrder) {
-  const DatasetPtr z = make_zip({rows_source(5), rows_source(3, 1000)});
+  const DatasetPtr z = make_zip({range_source(5), range_source(3, 1000)});
   const auto got = all(*z);
   ASSERT_EQ(got.size(), 3u);
   for (size_t i = 0; i < 3; ++i) {
@@ -93,18 +77,18 @@ TEST(DatasetCombine, ZipStopsAtTheShortestAndPlacesComponentsInOrder) {
   }
   EXPECT_EQ(z->cardinality(), 3);
   EXPECT_EQ(z->spec().parts.size(), 4u);
-  EXPECT_EQ(make_zip({make_repeat(rows_source(2), -1), rows_source(4)})->cardinality(), 4);
+  EXPECT_EQ(make_zip({make_repeat(range_source(2), -1), range_source(4)})->cardinality(), 4);
 }
 
 TEST(DatasetCombine, ConcatenateChainsAndChecksComponents) {
-  const DatasetPtr c = make_concatenate(rows_source(2), rows_source(3, 50));
+  const DatasetPtr c = make_concatenate(range_source(2), range_source(3, 50));
   std::vector<float> ids;
   for (const Element& e : all(*c)) ids.push_back(e.parts[1].values[0]);
   EXPECT_EQ(ids, (std::vector<float>{0, 1, 50, 51, 52}));
   EXPECT_EQ(c->cardinality(), 5);
-  EXPECT_EQ(make_concatenate(rows_source(2), make_repeat(rows_source(1), -1))->cardinality(),
+  EXPECT_EQ(make_concatenate(range_source(2), make_repeat(range_source(1), -1))->cardinality(),
             kInfinite);
-  EXPECT_THROW(make_concatenate(rows_source(2), make_enumerate(rows_source(2), 0)), Error);
+  EXPECT_THROW(make_concatenate(range_source(2), make_enumerate(range_source(2), 0)), Error);
 }
 
 // Elements whose single component is 0, 1, .., n-1 (lengths 1..n).
@@ -152,7 +136,7 @@ TEST(DatasetCombine, PaddedBatchPadsToTheLongestOrTheGivenShape) {
 
 TEST(DatasetCombine, WindowStacksConsecutiveElements) {
   // Component 1 of rows_source is the row id: windows of 3, every 2.
-  const DatasetPtr w = make_window(rows_source(7), 3, 2, 1, false);
+  const DatasetPtr w = make_window(range_source(7), 3, 2, 1, false);
   std::vector<std::vector<float>> ids;
   for (const Element& e : all(*w)) {
     ids.push_back(e.parts[1].values);
@@ -160,48 +144,48 @@ TEST(DatasetCombine, WindowStacksConsecutiveElements) {
   }
   EXPECT_EQ(ids, (std::vector<std::vector<float>>{{0, 1, 2}, {2, 3, 4}, {4, 5, 6}, {6}}));
   EXPECT_EQ(w->cardinality(), 4);
-  const DatasetPtr d = make_window(rows_source(10), 3, 4, 2, true);
+  const DatasetPtr d = make_window(range_source(10), 3, 4, 2, true);
   ids.clear();
   for (const Element& e : all(*d)) ids.push_back(e.parts[1].values);
   EXPECT_EQ(ids, (std::vector<std::vector<float>>{{0, 2, 4}, {4, 6, 8}}));
   EXPECT_EQ(d->cardinality(), 2);
-  EXPECT_THROW(make_window(rows_source(3), 0, 1, 1, false), Error);
+  EXPECT_THROW(make_window(range_source(3), 0, 1, 1, false), Error);
 }
 
 // Element i (its id component) to a dataset of i + 1 rows.
 class FirstRows final : public DatasetFunction {
  public:
   DatasetPtr apply(const Element& e) override {
-    return rows_source(static_cast<int64_t>(e.parts[1].values[0]) + 1, 100 * e.parts[1].values[0]);
+    return range_source(static_cast<int64_t>(e.parts[1].values[0]) + 1, 100 * e.parts[1].values[0]);
   }
   std::string label() const override { return "first_rows"; }
 };
 
 TEST(DatasetCombine, FlatMapAndInterleaveOrders) {
   std::vector<float> flat;
-  for (const Element& e : all(*make_flat_map(rows_source(3), std::make_shared<FirstRows>())))
+  for (const Element& e : all(*make_flat_map(range_source(3), std::make_shared<FirstRows>())))
     flat.push_back(e.parts[1].values[0]);
   EXPECT_EQ(flat, (std::vector<float>{0, 100, 101, 200, 201, 202}));
   std::vector<float> inter;
   for (const Element& e :
-       all(*make_interleave(rows_source(3), std::make_shared<FirstRows>(), 2, 1)))
+       all(*make_interleave(range_source(3), std::make_shared<FirstRows>(), 2, 1)))
     inter.push_back(e.parts[1].values[0]);
   // slots: [0] and [100 101]; 0 ends, its slot takes [200 201 202]
   EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202}));
   inter.clear();
   // cycle 3, block 2: [0], [100 101], [200 201 202] read two at a time in turn
   for (const Element& e :
-       all(*make_interleave(rows_source(3), std::make_shared<FirstRows>(), 3, 2)))
+       all(*make_interleave(range_source(3), std::make_shared<FirstRows>(), 3, 2)))
     inter.push_back(e.parts[1].values[0]);
   EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202}));
   inter.clear();
   // cycle 2, block 2 over 4 elements: an ended dataset passes its turn on; the
   // next slot that finds itself empty takes the next element
   for (const Element& e :
-       all(*make_interleave(rows_source(4), std::make_shared<FirstRows>(), 2, 2)))
+       all(*make_interleave(range_source(4), std::make_shared<FirstRows>(), 2, 2)))
     inter.push_back(e.parts[1].values[0]);
   EXPECT_EQ(inter, (std::vector<float>{0, 100, 101, 200, 201, 202, 300, 301, 302, 303}));
-  EXPECT_THROW(make_interleave(rows_source(3), std::make_shared<FirstRows>(), 0, 1), Error);
+  EXPECT_THROW(make_interleave(range_source(3), std::make_shared<FirstRows>(), 0, 1), Error);
 }
 
 }  // namespace
