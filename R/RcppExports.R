@@ -169,8 +169,8 @@ cpp_iterator_release <- function(it) {
     invisible(.Call(`_mirrored_cpp_iterator_release`, it))
 }
 
-cpp_dataset_source <- function(ds, continue_passes, arg, roles, used, model) {
-    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes, arg, roles, used, model)
+cpp_dataset_source <- function(ds, continue_passes, arg, roles, used, model, value_kinds) {
+    .Call(`_mirrored_cpp_dataset_source`, ds, continue_passes, arg, roles, used, model, value_kinds)
 }
 
 cpp_source_batches <- function(source) {

@@ -552,7 +552,7 @@ dataset_batch_source <- function(model, ds, arg, targets, continue = FALSE, call
   # fit() and evaluate() of a multi-worker job: each worker may read its own
   # files of a dataset stored in parts (predict() computes every row everywhere).
   with_core(cpp_dataset_source(ds$ptr, continue, arg, dataset_roles(model, extra), if (targets) -1 else n_in,
-                               if (targets) model$ptr()),
+                               if (targets) model$ptr(), input_value_kinds(model, n_in)),
             call = call)
 }
 
@@ -602,4 +602,15 @@ check_shuffle <- function(x, call = sys.call(-1)) {
   if (is.character(x) && length(x) == 1 && !is.na(x) && tolower(x) == "batch") return("batch")
   if (is.logical(x) && length(x) == 1 && !is.na(x)) return(x)
   abort_value("{.arg shuffle} must be TRUE, FALSE or \"batch\", not {describe(x)}.", call = call)
+}
+
+# What values each input takes (0 floats, 1 whole numbers, 2 bools), for the
+# core's check of a dataset's batches (DatasetSource::set_value_kinds).
+input_value_kinds <- function(model, n_in) {
+  g <- model$graph()
+  if (is.null(g)) return(integer())
+  vapply(seq_len(n_in), function(k) {
+    dtype <- g$nodes[[g$inputs[k] + 1L]]$layer$config$dtype %||% "float32"
+    if (identical(dtype, "bool")) 2L else if (dtype %in% c("int32", "int64")) 1L else 0L
+  }, integer(1))
 }

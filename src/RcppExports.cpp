@@ -515,8 +515,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // cpp_dataset_source
-SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg, std::vector<std::string> roles, double used, SEXP model);
-RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP, SEXP argSEXP, SEXP rolesSEXP, SEXP usedSEXP, SEXP modelSEXP) {
+SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg, std::vector<std::string> roles, double used, SEXP model, std::vector<int> value_kinds);
+RcppExport SEXP _mirrored_cpp_dataset_source(SEXP dsSEXP, SEXP continue_passesSEXP, SEXP argSEXP, SEXP rolesSEXP, SEXP usedSEXP, SEXP modelSEXP, SEXP value_kindsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -526,7 +526,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::vector<std::string> >::type roles(rolesSEXP);
     Rcpp::traits::input_parameter< double >::type used(usedSEXP);
     Rcpp::traits::input_parameter< SEXP >::type model(modelSEXP);
-    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes, arg, roles, used, model));
+    Rcpp::traits::input_parameter< std::vector<int> >::type value_kinds(value_kindsSEXP);
+    rcpp_result_gen = Rcpp::wrap(cpp_dataset_source(ds, continue_passes, arg, roles, used, model, value_kinds));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -1445,7 +1446,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_mirrored_cpp_dataset_iterator", (DL_FUNC) &_mirrored_cpp_dataset_iterator, 1},
     {"_mirrored_cpp_iterator_next", (DL_FUNC) &_mirrored_cpp_iterator_next, 1},
     {"_mirrored_cpp_iterator_release", (DL_FUNC) &_mirrored_cpp_iterator_release, 1},
-    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 6},
+    {"_mirrored_cpp_dataset_source", (DL_FUNC) &_mirrored_cpp_dataset_source, 7},
     {"_mirrored_cpp_source_batches", (DL_FUNC) &_mirrored_cpp_source_batches, 1},
     {"_mirrored_cpp_dataset_drain", (DL_FUNC) &_mirrored_cpp_dataset_drain, 2},
     {"_mirrored_cpp_dataset_from_idx", (DL_FUNC) &_mirrored_cpp_dataset_from_idx, 1},

@@ -481,7 +481,8 @@ void cpp_iterator_release(SEXP it) {
 // row on every worker.
 // [[Rcpp::export]]
 SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg,
-                        std::vector<std::string> roles, double used, SEXP model) {
+                        std::vector<std::string> roles, double used, SEXP model,
+                        std::vector<int> value_kinds) {
   return guarded([&]() -> SEXP {
     mr::DatasetPtr data = get(ds);
     mr::FileShards shards;
@@ -493,6 +494,7 @@ SEXP cpp_dataset_source(SEXP ds, bool continue_passes, std::string arg,
                                                          continue_passes);
     if (shards.dataset) ds_source->set_job_batches(shards.global_batches);
     ds_source->describe(arg, roles, static_cast<int64_t>(used));
+    ds_source->set_value_kinds(value_kinds);
     auto source = std::make_unique<std::shared_ptr<mr::BatchSource>>(std::move(ds_source));
     return Rcpp::XPtr<std::shared_ptr<mr::BatchSource>>(source.release(), true);
   });

@@ -54,3 +54,19 @@ test_that("dtypes not supported yet and variable-length axes are not-yet errors 
   expect_error(layer_dense(units = 2, input_shape = c(NA, 4)), class = "mirrored_not_yet_error")
   expect_error(keras_input(shape = 3, dtype = "complex"), class = "mirrored_error")
 })
+
+test_that("a dataset feeding an integer or bool input is checked batch by batch", {
+  inputs <- keras_input(shape = 2, dtype = "int32")
+  model <- keras_model(inputs, inputs |> layer_embedding(5, 2) |> layer_flatten() |> layer_dense(1))
+  model |> compile(optimizer = "sgd", loss = "mse")
+  good <- tensor_slices_dataset(list(matrix(c(0, 1, 2, 3), 2), c(1, 2))) |> dataset_batch(2)
+  expect_length(fit(model, good, epochs = 1, verbose = 0)$metrics$loss, 1)
+  bad <- tensor_slices_dataset(list(matrix(c(0, 1, 2.5, 3), 2), c(1, 2))) |> dataset_batch(1)
+  expect_error(fit(model, bad, epochs = 1, verbose = 0), class = "mirrored_value_error",
+               regexp = "whole numbers.*|row 1 of batch 1")
+  expect_error(predict(model, bad, verbose = 0), class = "mirrored_value_error", regexp = "2.5")
+  b <- keras_input(shape = 1, dtype = "bool")
+  m2 <- keras_model(b, b |> layer_dense(1))
+  expect_error(predict(m2, tensor_slices_dataset(matrix(c(0, 2), 2)) |> dataset_batch(2), verbose = 0),
+               class = "mirrored_value_error", regexp = "bool input")
+})

@@ -1,6 +1,7 @@
 #include "data/dataset_source.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
@@ -72,6 +73,7 @@ bool DatasetSource::next(HostBatch& batch) {
              ": training and prediction need finite values; drop or replace them (e.g. in "
              "dataset_map()).");
       }
+      if (k < kinds_.size() && kinds_[k] != 0) check_kind(k, dst, c.values.size(), width);
     }
     HostComponent hc{dst, width};
     const size_t rank = c.shape.size() - 1;  // without the batch dimension
@@ -84,6 +86,25 @@ bool DatasetSource::next(HostBatch& batch) {
   }
   components_ = parts.size();
   return true;
+}
+
+// Component k of the batch at `p` holds the values its input's dtype takes
+// (an embedding's indices, a bool mask): else an error naming the row.
+void DatasetSource::check_kind(size_t k, const float* p, size_t n, int64_t width) const {
+  const bool boolean = kinds_[k] == 2;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = p[i];
+    const bool ok = boolean ? (v == 0.0f || v == 1.0f)
+                            : (v == std::nearbyint(v) && std::fabs(v) <= 16777216.0f);
+    if (ok) continue;
+    const std::string role = k < roles_.size()
+                                 ? roles_[k] + " (component " + std::to_string(k + 1) + ")"
+                                 : "component " + std::to_string(k + 1);
+    fail(ErrorKind::value, arg_, " has ", v, " in ", role, " at row ",
+         static_cast<int64_t>(i) / std::max<int64_t>(width, 1) + 1, " of batch ", batch_,
+         boolean ? ": a bool input takes 0 or 1 (or logical values)"
+                 : ": an integer input takes whole numbers of magnitude at most 2^24");
+  }
 }
 
 bool DatasetSource::sharded() const { return dataset_->sharded(); }

@@ -40,6 +40,10 @@ class DatasetSource final : public BatchSource {
   // position). Only the first `used` components are checked (predict() does
   // not use the targets); -1: all.
   void describe(std::string arg, std::vector<std::string> roles, int64_t used = -1);
+  // What values component k may hold: kinds[k] is 0 for any finite float, 1
+  // for whole numbers of magnitude <= 2^24 (an int32/int64 input), 2 for 0
+  // and 1 (a bool input); components beyond `kinds` are floats.
+  void set_value_kinds(std::vector<int> kinds) { kinds_ = std::move(kinds); }
 
  private:
   DatasetPtr dataset_;
@@ -54,6 +58,8 @@ class DatasetSource final : public BatchSource {
   std::string arg_ = "the dataset";
   std::vector<std::string> roles_;
   int64_t used_ = -1;
+  std::vector<int> kinds_;
+  void check_kind(size_t k, const float* p, size_t n, int64_t width) const;
   std::optional<int64_t> job_batches_;
 };
 
