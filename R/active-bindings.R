@@ -1,7 +1,7 @@
 # keras3's `%<-active%`: an active binding made with R's
-# makeActiveBinding(). (keras3's active_property() / mark_active() mark a
-# method of a class as a property; mirrored's Layer(), Model() and friends
-# take active bindings through their `active` argument instead.)
+# makeActiveBinding(); and keras3's active_property() / mark_active(), which
+# mark a member of a class as a property: Layer(), Loss() and Callback()
+# make such members active bindings of the R6 class (split_active_members()).
 
 #' Make an active binding
 #'
@@ -32,4 +32,60 @@
   if (!is.function(value)) abort_value("The right side of {.code %<-active%} must be a function, not {describe(value)}.", call = call)
   makeActiveBinding(name, value, parent.frame())
   invisible(value)
+}
+
+#' Mark a class member as a property
+#'
+#' keras3's `active_property()` (and its older name `mark_active()`): a
+#' function given as a member of a [Layer()], [Loss()] or [Callback()]
+#' class and marked so becomes a property of its instances (an R6 active
+#' binding): reading `self$name` calls it with no argument, assigning
+#' `self$name <- value` calls it with `value`.
+#'
+#' @param fn,x A function of zero or one argument (`value`).
+#' @return The function, marked.
+#' @examples
+#' layer_scale <- Layer("Scale",
+#'   initialize = function(factor = 2, ...) {
+#'     super$initialize(...)
+#'     private$f <- factor
+#'   },
+#'   call = function(x) x * private$f,
+#'   factor = active_property(function(value) {
+#'     if (missing(value)) return(private$f)
+#'     private$f <- value
+#'   })
+#' )
+#' inputs <- keras_input(shape = 2)
+#' outputs <- inputs |> layer_scale(factor = 3)
+#' predict(keras_model(inputs, outputs), matrix(1, 1, 2), verbose = 0)
+#' @export
+active_property <- function(fn) {
+  if (!is.function(fn)) {
+    abort_value("{.arg fn} must be a function, not {describe(fn)}.", call = sys.call())
+  }
+  attr(fn, "mirrored_active") <- TRUE
+  fn
+}
+
+#' @rdname active_property
+#' @export
+mark_active <- function(x) {
+  if (!is.function(x)) {
+    abort_value("{.arg x} must be a function, not {describe(x)}.", call = sys.call())
+  }
+  attr(x, "mirrored_active") <- TRUE
+  x
+}
+
+# A class's members split into list(public, active): the members marked by
+# active_property() join the class's `active` list (unmarked there).
+split_active_members <- function(members, active = list()) {
+  marked <- vapply(members, function(m) is.function(m) && isTRUE(attr(m, "mirrored_active", exact = TRUE)),
+                   logical(1))
+  moved <- lapply(members[marked], function(m) {
+    attr(m, "mirrored_active") <- NULL
+    m
+  })
+  list(public = members[!marked], active = c(active, moved))
 }

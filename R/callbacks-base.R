@@ -155,9 +155,11 @@ Callback <- function(classname,
   check_callback_fns(members[on_names])
 
   parent_class <- resolve_callback_parent(inherit)
+  parts <- split_active_members(members)
   generator <- do.call(R6::R6Class, list(
     classname = classname,
-    public = members,
+    public = parts$public,
+    active = if (length(parts$active)) parts$active,
     private = if (length(private)) private else NULL,
     inherit = parent_class,
     parent_env = parent_env,

@@ -175,6 +175,9 @@ Layer <- function(classname, initialize = NULL, call = NULL, build = NULL, get_c
     abort_value("Every member of layer class {.cls {classname}} must be named.", call = fn_call)
   }
   members <- lapply(members, drop_self_formal)
+  parts <- split_active_members(members, active)
+  members <- parts$public
+  active <- parts$active
   # R6 evaluates `inherit` in parent_env, which is the user's: hand it the
   # generator itself.
   gen <- do.call(R6::R6Class, list(classname, inherit = CustomLayerBase, public = members,

@@ -234,6 +234,9 @@ Loss <- function(classname, call = NULL, ..., public = list(), private = list(),
     abort_value("Every member of loss class {.cls {classname}} must be named.", call = fn_call)
   }
   members <- lapply(members, drop_self_formal)
+  parts <- split_active_members(members, active)
+  members <- parts$public
+  active <- parts$active
   gen <- do.call(R6::R6Class, list(classname, inherit = LossBase, public = members,
                                    private = if (length(private)) private, active = if (length(active)) active,
                                    parent_env = parent_env, lock_objects = FALSE, cloneable = FALSE))

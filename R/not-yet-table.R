@@ -23,7 +23,6 @@ activation_sparsemax | x, axis = -1L | later
 activation_squareplus | x, b = 4L | later
 activation_tanh_shrink | x | later
 activation_threshold | x, threshold, default_value | later
-active_property | fn | surface
 all_dims | ... | surface
 application_convnext_base | include_top = TRUE, include_preprocessing = TRUE, weights = "imagenet", input_tensor = NULL, input_shape = NULL, pooling = NULL, classes = 1000L, classifier_activation = "softmax", name = "convnext_base" | images
 application_convnext_large | include_top = TRUE, include_preprocessing = TRUE, weights = "imagenet", input_tensor = NULL, input_shape = NULL, pooling = NULL, classes = 1000L, classifier_activation = "softmax", name = "convnext_large" | images
@@ -243,7 +242,6 @@ loss_circle | y_true, y_pred, ref_labels = NULL, ref_embeddings = NULL, remove_d
 loss_ctc | y_true, y_pred, ..., reduction = "sum_over_batch_size", name = "ctc", dtype = NULL | later
 loss_dice | y_true, y_pred, ..., reduction = "sum_over_batch_size", name = "dice", axis = NULL, dtype = NULL | later
 loss_tversky | y_true, y_pred, ..., alpha = 0.5, beta = 0.5, reduction = "sum_over_batch_size", name = "tversky", axis = NULL, dtype = NULL | later
-mark_active | fn | surface
 metric_binary_focal_crossentropy | y_true, y_pred, apply_class_balancing = FALSE, alpha = 0.25, gamma = 2, from_logits = FALSE, label_smoothing = 0, axis = -1L | later
 metric_binary_iou | ..., target_class_ids = list(0L, 1L), threshold = 0.5, name = NULL, dtype = NULL | later
 metric_categorical_focal_crossentropy | y_true, y_pred, alpha = 0.25, gamma = 2, from_logits = FALSE, label_smoothing = 0, axis = -1L | later
