@@ -198,7 +198,10 @@ test_that("subclassed models with a custom train_step are a classed not-supporte
   expect_error(new_model_class("MyModel", train_step = function(data) NULL),
                class = "mirrored_not_supported_error")
   expect_error(Model("MyModel", train_step = function(data) NULL), "train_step")
-  expect_error(Model("MyModel", call = function(x) x), class = "mirrored_not_yet_error")
+  doubler <- Model("MyModel", call = function(x) x * 2)
+  expect_equal(predict(doubler(), matrix(1:4, 2), verbose = 0), matrix(2 * (1:4), 2))
+  expect_error(Model("MyModel", initialize = function(...) NULL), class = "mirrored_value_error",
+               regexp = "call")
 })
 
 test_that("custom losses follow the targets' shape, keep the optimizer's state and take Keras' rank rule", {

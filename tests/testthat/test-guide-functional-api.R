@@ -461,10 +461,6 @@ test_that("Less verbose: a functional MLP, and the same MLP as a Model() subclas
   mlp <- keras_model(inputs, outputs)
   expect_equal(count_params(mlp), 32 * 64 + 64 + 64 * 10 + 10)
 
-  # not yet in mirrored: subclassed models (Model() with initialize/call)
-  expect_error(Model("MLP", initialize = function(...) NULL, call = function(inputs) inputs),
-               class = "mirrored_not_yet_error")
-  skip("not yet: subclassed models (Model() with initialize/call)")
   MLP <- Model(
     classname = "MLP",
     initialize = function(...) {
