@@ -66,6 +66,13 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
                                         trainable = check_bool(trainable, "trainable", call = NULL))
       structure(list(index = index, name = wname, shape = dims), class = "mirrored_weight_handle")
     },
+    # keras3's add_loss(): a loss term of the layer's own (activity
+    # regularization). The core has no place for it yet.
+    add_loss = function(loss) {
+      abort_not_yet(c("{.code self$add_loss()} in a custom layer's {.fn call} is not supported yet.",
+                      i = "Give the layer before it an {.arg activity_regularizer} (e.g. {.code layer_dense(units, activity_regularizer = regularizer_l2())}), or add the term to the loss function passed to {.fn compile}."),
+                    call = NULL)
+    },
     build = function(input_shape) invisible(NULL),
     call = function(inputs) {
       abort_value("Layer class {.cls {class(self)[1]}} has no {.fn call} method.", call = NULL)

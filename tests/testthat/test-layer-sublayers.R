@@ -137,3 +137,13 @@ test_that("layers not written into a traced call() yet are a not-yet error namin
                                 loss = function(y_true, y_pred) op_mean(dense(y_pred) - y_true)),
                class = "mirrored_not_yet_error", regexp = "outside a custom layer")
 })
+
+test_that("self$add_loss() in call() is a not-yet error naming it, not R plumbing", {
+  layer_act_reg <- Layer("ActReg",
+    call = function(x) {
+      self$add_loss(op_mean(op_square(x)) * 0.01)
+      x
+    })
+  expect_error(layer_act_reg(keras_input(shape = 3)), class = "mirrored_not_yet_error",
+               regexp = "add_loss")
+})
