@@ -5,7 +5,8 @@
 # graph's weights, after the custom layer's own: Keras' order for a layer's
 # weights (its own trainable, its own non-trainable, then each sub-layer's).
 # A sub-layer called twice (a loop over time steps) reuses its weights. The
-# built-in layers written so are Dense, Activation, Flatten and Reshape, and
+# built-in layers written so are Dense, LayerNormalization (last axis),
+# Activation, Flatten and Reshape, and
 # another custom Layer() (its build() and call() run inside the outer
 # trace); any other layer, or a model, is a mirrored_not_yet_error naming
 # what to use instead.
@@ -43,12 +44,13 @@ traced_sublayer_call <- function(layer, x, training, call) {
   cfg <- obj$config
   switch(obj$class_name %||% "",
     Dense = traced_dense(ctx, obj, cfg, x, what),
+    LayerNormalization = traced_layer_norm(ctx, obj, cfg, x, what),
     Activation = traced_activation(x, cfg$activation, ctx, what),
     Flatten = op_reshape(x, c(NA, prod(x$shape[-1]))),
     Reshape = op_reshape(x, c(NA, as.integer(unlist(cfg$target_shape)))),
     trace_abort(ctx, paste0(
-      what, " cannot be called inside a custom layer's call() yet (Dense, Activation, Flatten, ",
-      "Reshape and custom Layer()s can): apply it to the custom layer's output in the model, ",
+      what, " cannot be called inside a custom layer's call() yet (Dense, LayerNormalization, ",
+      "Activation, Flatten, Reshape and custom Layer()s can): apply it to the custom layer's output in the model, ",
       "or write it with op_* functions."), kind = "not_yet")
   )
 }
@@ -96,6 +98,45 @@ traced_dense <- function(ctx, obj, cfg, x, what) {
   y <- op_matmul(x, w$kernel)
   if (!is.null(w$bias)) y <- op_add(y, w$bias)
   traced_activation(y, cfg$activation, ctx, what)
+}
+
+# Keras' LayerNormalization over the last axis: (x - mean) / sqrt(var + eps)
+# * gamma + beta (gamma, then beta, as Keras builds them); Keras' rms_scaling
+# (as the built-in layer, nn/layers/layer_normalization.cpp): x / sqrt(var +
+# eps) * gamma.
+traced_layer_norm <- function(ctx, obj, cfg, x, what) {
+  axis <- unlist(cfg$axis)
+  if (length(axis) != 1 || !(axis == -1L || axis == length(x$shape) - 1L)) {
+    trace_abort(ctx, paste0(what, ": normalizing over axes other than the last inside a traced call() ",
+                            "is not supported yet."), kind = "not_yet")
+  }
+  if (length(Filter(Negate(is.null), cfg[intersect(names(cfg), c("beta_regularizer", "gamma_regularizer",
+                                                                  "beta_constraint", "gamma_constraint"))]))) {
+    trace_abort(ctx, paste0(what, ": regularizers and constraints of a layer inside a custom layer's ",
+                            "call() are not supported yet."), kind = "not_yet")
+  }
+  d <- x$shape[length(x$shape)]
+  rms <- isTRUE(cfg$rms_scaling)
+  trainable <- !identical(cfg$trainable, FALSE)
+  w <- sublayer_weights(ctx, obj, function() {
+    specs <- list()
+    if (!identical(cfg$scale, FALSE) || rms) {
+      specs[[length(specs) + 1L]] <- list(name = "gamma", shape = d, initializer = cfg$gamma_initializer,
+                                          trainable = trainable)
+    }
+    if (!identical(cfg$center, FALSE) && !rms) {
+      specs[[length(specs) + 1L]] <- list(name = "beta", shape = d, initializer = cfg$beta_initializer,
+                                          trainable = trainable)
+    }
+    specs
+  })$tensors
+  eps <- as.numeric(cfg$epsilon %||% 0.001)
+  centered <- op_subtract(x, op_mean(x, axis = -1L, keepdims = TRUE))
+  inv <- op_rsqrt(op_add(op_mean(op_square(centered), axis = -1L, keepdims = TRUE), eps))
+  y <- op_multiply(if (rms) x else centered, inv)
+  if (!is.null(w$gamma)) y <- op_multiply(y, w$gamma)
+  if (!is.null(w$beta)) y <- op_add(y, w$beta)
+  y
 }
 
 # Keras' activation `name` on a traced tensor, with the activation

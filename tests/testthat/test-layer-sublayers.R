@@ -147,3 +147,34 @@ test_that("self$add_loss() in call() is a not-yet error naming it, not R plumbin
   expect_error(layer_act_reg(keras_input(shape = 3)), class = "mirrored_not_yet_error",
                regexp = "add_loss")
 })
+
+test_that("a LayerNormalization sub-layer normalizes the last axis as Keras does", {
+  layer_block <- Layer("NormBlock",
+    initialize = function(...) {
+      super$initialize(...)
+      self$norm <- layer_layer_normalization(epsilon = 1e-3)
+      self$rms <- layer_layer_normalization(rms_scaling = TRUE)
+    },
+    call = function(x) self$rms(self$norm(x) * 2 + 1))
+  inputs <- keras_input(shape = c(3, 4))
+  model <- keras_model(inputs, layer_block(inputs))
+  w <- get_weights(model)
+  expect_equal(lengths(w), c(4L, 4L, 4L))  # gamma, beta; then the rms layer's gamma
+  set_weights(model, list(c(1, 2, 0.5, -1), c(0, 0.1, 0.2, 0.3), c(2, 1, 1, 0.5)))
+  x <- array(rnorm(2 * 3 * 4), c(2, 3, 4))
+  ln <- function(v, g, b) (v - mean(v)) / sqrt(mean((v - mean(v))^2) + 1e-3) * g + b
+  rmsn <- function(v, g) v / sqrt(mean((v - mean(v))^2) + 1e-3) * g
+  want <- x
+  for (i in 1:2) for (t in 1:3) {
+    h <- ln(x[i, t, ], c(1, 2, 0.5, -1), c(0, 0.1, 0.2, 0.3)) * 2 + 1
+    want[i, t, ] <- rmsn(h, c(2, 1, 1, 0.5))
+  }
+  expect_equal(predict(model, x, verbose = 0), want, tolerance = 1e-5)
+  # the same as the built-in layers in a functional model
+  ref_in <- keras_input(shape = c(3, 4))
+  ref_out <- ref_in |> layer_layer_normalization(epsilon = 1e-3) |> layer_lambda(function(v) v * 2 + 1) |>
+    layer_layer_normalization(rms_scaling = TRUE)
+  ref <- keras_model(ref_in, ref_out)
+  set_weights(ref, get_weights(model))
+  expect_equal(predict(ref, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-5)
+})
