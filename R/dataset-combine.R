@@ -36,6 +36,7 @@ flat_components <- function(dataset, what, call) {
 #'
 #' @inheritParams dataset_batch
 #' @param start The first index.
+#' @param name Accepted for compatibility (tf.data's op name); unused.
 #' @param predicate A function (or a one-sided formula) returning `TRUE`
 #'   or `FALSE`.
 #' @return A dataset.
@@ -156,6 +157,7 @@ dataset_concatenate <- function(dataset, ...) {
 #'   element), e.g. `list(shape(NA), shape())`.
 #' @param padding_values `NULL` (zeros), one number for every component, or
 #'   one per component.
+#' @param name Accepted for compatibility (tf.data's op name); unused.
 #' @return A dataset.
 #' @family dataset transforms
 #' @examples

@@ -411,8 +411,9 @@ loop_hooks <- function(cbl, kind, offset = 0L) {
     # keras3's on_predict_batch_end(batch, logs): logs$outputs holds the
     # batch's predictions (a list of them for a model of several outputs).
     begin <- function(batch) cbl$on_predict_batch_begin(batch + 1, empty_logs())
-    end <- function(batch, outputs) {
-      cbl$on_predict_batch_end(batch + 1, list(outputs = if (length(outputs) == 1) outputs[[1]] else outputs))
+    end <- function(batch, logs) {
+      # The core hands the batch's outputs as the logs.
+      cbl$on_predict_batch_end(batch + 1, list(outputs = if (length(logs) == 1) logs[[1]] else logs))
       FALSE
     }
   } else if (kind != "predict" && cbl$wants_batch_events(kind)) {
