@@ -23,7 +23,11 @@ not_yet_families <- c(
 not_yet_instead <- c(
   keras = "Use mirrored's R functions ({.fn layer_dense}, {.fn compile}, ...) and {.code tf$distribute$...} for strategies.",
   dataset_fashion_mnist = "mirrored downloads nothing: read the files with {.fn npz_dataset}, or use {.fn dataset_mnist_sample}.",
-  initializer_glorot_normal = "{.fn initializer_glorot_uniform}, {.fn initializer_he_normal} and {.fn initializer_random_normal} exist."
+  initializer_glorot_normal = "{.fn initializer_glorot_uniform}, {.fn initializer_he_normal} and {.fn initializer_random_normal} exist.",
+  timeseries_dataset_from_array = "Make the windows with {.code tensor_slices_dataset(x) |> dataset_window(n, shift = 1, drop_remainder = TRUE) |> dataset_flat_map(function(w) dataset_batch(w, n))}.",
+  layer_time_distributed = "A {.fn layer_dense} applied to a 3-D input already acts on each time step; custom per-step computations can be a {.fn Layer} class.",
+  Metric = "Write the metric as a function of (y_true, y_pred) with {.fn custom_metric}: mirrored averages it over the batches.",
+  new_metric_class = "Write the metric as a function of (y_true, y_pred) with {.fn custom_metric}: mirrored averages it over the batches."
 )
 
 # The table's rows: a list of list(name, args, family).
@@ -48,9 +52,20 @@ not_yet_stop <- function(what, family, object = FALSE, call = rlang_caller()) {
                 call = call, .envir = list2env(list(what = what)))
 }
 
+# The stub evaluates its first argument first (what a pipe hands it), so
+# that in `x |> layer_a() |> layer_b()` the first missing function of the
+# chain is the one reported, as when each is called in turn.
 not_yet_function <- function(name, args, family, env) {
   f <- eval(parse(text = paste0("function(", args, ") NULL"), keep.source = FALSE)[[1]])
-  body(f) <- call("not_yet_stop", name, family)
+  first <- names(formals(f))[1]
+  stop_call <- call("not_yet_stop", name, family)
+  body(f) <- if (is.null(first) || identical(first, "...")) stop_call else {
+    arg <- as.symbol(first)
+    bquote({
+      if (!missing(.(arg))) force(.(arg))
+      .(stop_call)
+    })
+  }
   environment(f) <- env
   f
 }
