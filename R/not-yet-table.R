@@ -418,7 +418,6 @@ op_view_as_real | x | surface
 op_while_loop | cond, body, loop_vars, maximum_iterations = NULL | surface
 optimizer_adafactor | learning_rate = 0.001, beta_2_decay = -0.8, epsilon_1 = 1e-30, epsilon_2 = 0.001, clip_threshold = 1, relative_step = TRUE, weight_decay = NULL, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, name = "adafactor", ..., loss_scale_factor = NULL, gradient_accumulation_steps = NULL | later
 optimizer_muon | learning_rate = 0.001, adam_beta_1 = 0.9, adam_beta_2 = 0.999, epsilon = 1e-07, weight_decay = 0.1, clipnorm = NULL, clipvalue = NULL, global_clipnorm = NULL, use_ema = FALSE, ema_momentum = 0.99, ema_overwrite_frequency = NULL, loss_scale_factor = NULL, gradient_accumulation_steps = NULL, name = "muon", exclude_layers = NULL, exclude_embeddings = TRUE, muon_a = 3.4445, muon_b = -4.775, muon_c = 2.0315, adam_lr_ratio = 0.1, momentum = 0.95, ns_steps = 6L, nesterov = TRUE, ... | later
-pad_sequences | sequences, maxlen = NULL, dtype = "int32", padding = "pre", truncating = "pre", value = 0 | text
 py_help | ... | python
 py_require | ... | python
 py_to_r | ... | python
