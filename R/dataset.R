@@ -64,6 +64,11 @@ as_components <- function(tensors, arg = "tensors", call = sys.call(-1)) {
     if (is.factor(x)) x <- as.integer(x) - 1L
     if (!(is.numeric(x) || is.logical(x))) {
       what <- if (is.null(nm)) paste0("[[", k, "]]") else paste0("$", nm[k])
+      if (is.character(x)) {
+        abort_not_yet(c("{.arg {arg}{what}} holds strings: datasets of strings are not supported yet (they come with text data).",
+                        i = "Make it a factor ({.code factor(x)}: its 0-based codes become the component) or integer ids first."),
+                      call = call)
+      }
       abort_value("{.arg {arg}{what}} must be a numeric, integer or logical array, not {describe(x)}.",
                   call = call)
     }

@@ -168,6 +168,8 @@ SequentialModel <- R6::R6Class("mirrored_sequential",
       private$rebuild_graph()
     },
     add = function(layer) {
+      # keras3: an Input tensor (keras_input()) may start the list of layers.
+      if (is_keras_tensor(layer) && identical(layer$node$layer$class_name, "InputLayer")) layer <- layer$node$layer
       layer <- model_object(layer_object(layer))
       if (identical(layer, self)) abort_value("Model {.val {self$name}} cannot be added to itself.")
       if (!inherits(layer, "mirrored_layer") && !inherits(layer, "mirrored_model")) {

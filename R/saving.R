@@ -270,6 +270,10 @@ save_model <- function(model, filepath = NULL, overwrite = FALSE, zipped = NULL,
                                    "<raw .keras>")))
   }
   filepath <- path.expand(check_string(filepath, "filepath"))
+  if (zipped && grepl("\\.(h5|hdf5)$", filepath, ignore.case = TRUE)) {
+    abort_kind("not_supported", c("{.fn save_model} writes the {.file .keras} format; Keras' legacy HDF5 model files ({.file {basename(filepath)}}) are not written.",
+                                  i = "Use a {.file .keras} path, or {.fn save_model_weights} with a {.file .weights.h5} path for the weights alone."))
+  }
   if (zipped && !endsWith(filepath, ".keras")) {
     abort_value("The filepath provided must end in {.file .keras} (Keras model format). Received: filepath={.file {filepath}}")
   }

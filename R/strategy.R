@@ -313,6 +313,33 @@ print.mirrored_cross_device_ops <- function(x, ...) {
   invisible(x)
 }
 
+# `tf` and its sub-lists answer `$` of a name mirrored lacks (tf$strings,
+# tf$image, ...) with a not-yet error naming it, not R's "attempt to apply
+# non-function" on the NULL a list returns.
+tf_module <- function(x, path) {
+  for (nm in names(x)) if (is.list(x[[nm]]) && !is.object(x[[nm]])) x[[nm]] <- tf_module(x[[nm]], paste0(path, "$", nm))
+  structure(x, class = "mirrored_tf_module", path = path)
+}
+
+#' @export
+`$.mirrored_tf_module` <- function(x, name) {
+  v <- .subset2(x, name)
+  if (is.null(v)) {
+    what <- paste0(attr(x, "path"), "$", name)
+    abort_not_yet(c("{.code {what}} is TensorFlow's; mirrored runs without TensorFlow and has only {.code {paste0(attr(x, 'path'), '$', names(x))}}.",
+                    i = "Use mirrored's R functions (ops: {.fn op_add} ...; data: {.fn tensor_slices_dataset} and the {.code dataset_*} transforms)."),
+                  call = sys.call())
+  }
+  v
+}
+
+#' @export
+print.mirrored_tf_module <- function(x, ...) {
+  cat("<", attr(x, "path"), ": ", paste(names(x), collapse = ", "), ">\n", sep = "")
+  invisible(x)
+}
+
+
 #' TensorFlow-compatible entry points
 #'
 #' `tf$distribute$MirroredStrategy(devices, cross_device_ops)` is
@@ -366,3 +393,4 @@ tf <- list(distribute = list(
     CommunicationImplementation = list(AUTO = "AUTO", RING = "RING", NCCL = "NCCL")
   )
 ), data = list(AUTOTUNE = -1L))
+tf <- tf_module(tf, "tf")

@@ -90,3 +90,23 @@ test_that("errors raised inside the C++ core keep their class", {
   expect_match(conditionMessage(err), "not an IDX file|truncated")
   expect_error(read_idx(tempfile()), class = "mirrored_io_error")
 })
+
+test_that("keras3 idioms mirrored lacks are classed errors, the first of a pipe first", {
+  # the first missing function of a pipe is the one reported
+  err <- tryCatch(keras_model_sequential(input_shape = 4) |> layer_lstm(4) |> layer_gaussian_noise(0.1),
+                  error = identity)
+  expect_s3_class(err, "mirrored_not_yet_error")
+  expect_match(conditionMessage(err), "layer_lstm")
+  # TensorFlow's modules
+  expect_error(tf$strings$lower("ABC"), class = "mirrored_not_yet_error", regexp = "tf\\$strings")
+  expect_error(tf$distribute$NoSuchStrategy(), class = "mirrored_not_yet_error")
+  expect_true(is.function(tf$distribute$MirroredStrategy))
+  # strings in a dataset, legacy HDF5 model files
+  expect_error(tensor_slices_dataset(list(a = c("x", "y"))), class = "mirrored_not_yet_error",
+               regexp = "factor")
+  model <- keras_model_sequential(layers = list(keras_input(shape = 4), layer_dense(units = 2)))
+  expect_equal(model$input$shape, 4L)
+  f <- withr::local_tempfile(fileext = ".h5")
+  expect_error(save_model(model, f), class = "mirrored_not_supported_error", regexp = "weights.h5")
+  expect_false(file.exists(f))
+})
