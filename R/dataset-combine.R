@@ -82,8 +82,7 @@ dataset_filter <- function(dataset, predicate) {
     isTRUE(as.logical(keep))
   }
   fn <- map_reporting_shapes(checked, call, what = "dataset_filter")
-  label <- paste0("filter(predicate = ", paste(deparse(predicate, width.cutoff = 500L), collapse = " "), ")")
-  if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
+  label <- r_function_label("filter", "predicate", predicate)
   derive_dataset(dataset, with_core(cpp_dataset_filter_r(dataset$ptr, fn, label), call = call))
 }
 

@@ -242,9 +242,16 @@ dataset_map <- function(dataset, map_func, num_parallel_calls = NULL, name = NUL
   check_dataset(dataset)
   check_element_dataset(dataset, "dataset_map")
   fn <- map_reporting_shapes(as_map_function(map_func), sys.call())
-  label <- paste0("map(map_func = ", paste(deparse(map_func, width.cutoff = 500L), collapse = " "), ")")
-  if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
+  label <- r_function_label("map", "map_func", map_func)
   new_dataset(with_core(cpp_dataset_map_r(dataset$ptr, fn, label)))
+}
+
+# How print() shows a transform running R function `f`, given as argument
+# `arg` of `op`: "map(map_func = function(x) x * 2)", cut at 120 characters.
+r_function_label <- function(op, arg, f) {
+  label <- paste0(op, "(", arg, " = ", paste(deparse(f, width.cutoff = 500L), collapse = " "), ")")
+  if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
+  label
 }
 
 as_map_function <- function(f, call = sys.call(-1)) {

@@ -121,9 +121,7 @@ nested_dataset_map <- function(dataset, map_func, what, cycle_length, block_leng
     d$ptr
   }
   fn <- map_reporting_shapes(returns_dataset, call, what = what)
-  label <- paste0(sub("^dataset_", "", what), "(map_func = ",
-                  paste(deparse(map_func, width.cutoff = 500L), collapse = " "), ")")
-  if (nchar(label) > 120) label <- paste0(substr(label, 1, 116), "...)")
+  label <- r_function_label(sub("^dataset_", "", what), "map_func", map_func)
   new_dataset(with_core(cpp_dataset_flat_map_r(dataset$ptr, fn, label, cycle_length, block_length),
                         call = call))
 }

@@ -162,17 +162,24 @@ mr::Component component_from_r(SEXP x, const std::string& what) {
   return c;
 }
 
-// An R function applied to each element on R's thread: tuple elements are
+// An R function called on an element, on R's thread, as dataset_map(),
+// dataset_filter() and dataset_flat_map() call theirs: tuple elements are
 // spread as separate arguments, a named element (a dict in tfdatasets) is
-// passed as one named list. It returns an array or a list of arrays.
+// passed as one named list.
+Rcpp::RObject call_on_element(Rcpp::Function& fn, const mr::Element& e) {
+  Rcpp::List args = element_to_r(e);
+  if (e.names) return fn(args);
+  Rcpp::Function do_call("do.call");
+  return do_call(fn, args);
+}
+
+// dataset_map()'s R function: it returns an array or a list of arrays.
 class RMapFunction final : public mr::ElementFunction {
  public:
   RMapFunction(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
   void apply(mr::Element& e) override {
-    Rcpp::List args = element_to_r(e);
-    Rcpp::Function do_call("do.call");
-    SEXP res = e.names ? fn_(args) : do_call(fn_, args);
-    Rcpp::RObject keep(res);
+    Rcpp::RObject keep = call_on_element(fn_, e);
+    SEXP res = keep;
     mr::Element out;
     if (TYPEOF(res) == VECSXP) {
       out.names = names_of(res);
@@ -198,12 +205,7 @@ class RMapFunction final : public mr::ElementFunction {
 class RPredicate final : public mr::ElementPredicate {
  public:
   RPredicate(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
-  bool keep(const mr::Element& e) override {
-    Rcpp::List args = element_to_r(e);
-    Rcpp::Function do_call("do.call");
-    SEXP res = e.names ? fn_(args) : do_call(fn_, args);
-    return Rf_asLogical(res) == TRUE;
-  }
+  bool keep(const mr::Element& e) override { return Rf_asLogical(call_on_element(fn_, e)) == TRUE; }
   std::string label() const override { return label_; }
   bool needs_caller_thread() const override { return true; }
 
@@ -218,12 +220,7 @@ class RPredicate final : public mr::ElementPredicate {
 class RDatasetFunction final : public mr::DatasetFunction {
  public:
   RDatasetFunction(Rcpp::Function fn, std::string label) : fn_(fn), label_(std::move(label)) {}
-  mr::DatasetPtr apply(const mr::Element& e) override {
-    Rcpp::List args = element_to_r(e);
-    Rcpp::Function do_call("do.call");
-    Rcpp::RObject res(e.names ? fn_(args) : do_call(fn_, args));
-    return get(res);
-  }
+  mr::DatasetPtr apply(const mr::Element& e) override { return get(call_on_element(fn_, e)); }
   std::string label() const override { return label_; }
   bool needs_caller_thread() const override { return true; }
 
