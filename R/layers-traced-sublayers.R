@@ -68,13 +68,18 @@ sublayer_weights <- function(ctx, key, declare) {
   entry
 }
 
-traced_dense <- function(ctx, obj, cfg, x, what) {
-  extra <- intersect(names(cfg), c("kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                                   "kernel_constraint", "bias_constraint"))
-  if (length(Filter(Negate(is.null), cfg[extra]))) {
+# A sub-layer's regularizers and constraints (config entries `keys`) have
+# no place in a traced graph yet.
+check_no_weight_options <- function(ctx, cfg, keys, what) {
+  if (length(Filter(Negate(is.null), cfg[intersect(names(cfg), keys)]))) {
     trace_abort(ctx, paste0(what, ": regularizers and constraints of a layer inside a custom layer's ",
                             "call() are not supported yet."), kind = "not_yet")
   }
+}
+
+traced_dense <- function(ctx, obj, cfg, x, what) {
+  check_no_weight_options(ctx, cfg, c("kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                      "kernel_constraint", "bias_constraint"), what)
   d <- x$shape[length(x$shape)]
   if (!length(x$shape) || is.na(d)) {
     trace_abort(ctx, paste0(what, " needs inputs whose last axis is known; got shape ",
@@ -110,11 +115,8 @@ traced_layer_norm <- function(ctx, obj, cfg, x, what) {
     trace_abort(ctx, paste0(what, ": normalizing over axes other than the last inside a traced call() ",
                             "is not supported yet."), kind = "not_yet")
   }
-  if (length(Filter(Negate(is.null), cfg[intersect(names(cfg), c("beta_regularizer", "gamma_regularizer",
-                                                                  "beta_constraint", "gamma_constraint"))]))) {
-    trace_abort(ctx, paste0(what, ": regularizers and constraints of a layer inside a custom layer's ",
-                            "call() are not supported yet."), kind = "not_yet")
-  }
+  check_no_weight_options(ctx, cfg, c("beta_regularizer", "gamma_regularizer", "beta_constraint",
+                                      "gamma_constraint"), what)
   d <- x$shape[length(x$shape)]
   rms <- isTRUE(cfg$rms_scaling)
   trainable <- !identical(cfg$trainable, FALSE)
@@ -179,12 +181,10 @@ traced_custom_sublayer <- function(ctx, u, x) {
       u$build(if (length(shapes) == 1) shapes[[1]] else shapes)
       u$built <- TRUE
     }
-    specs <- u$weight_specs() %||% list()
-    trainable <- vapply(specs, function(w) isTRUE(w$trainable), logical(1))
-    if (identical(u$trainable, FALSE)) specs <- lapply(specs, function(w) utils::modifyList(w, list(trainable = FALSE)))
-    order <- c(which(trainable), which(!trainable))
-    out <- specs[order]
-    attr(out, "pos") <- match(seq_along(order), order)
+    ordered <- trainable_first(u$weight_specs() %||% list())
+    out <- ordered$specs
+    if (identical(u$trainable, FALSE)) out <- lapply(out, function(w) utils::modifyList(w, list(trainable = FALSE)))
+    attr(out, "pos") <- ordered$pos
     out
   })
   call_with_weights(u, xs, function(h) sub$tensors[[sub$pos[h$index]]])

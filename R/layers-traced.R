@@ -59,13 +59,9 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
           u$built <- TRUE
         }
         specs <- u$weight_specs() %||% list()
-        # Keras orders a layer's weights trainable first, then the others
-        # (layer$weights, .keras files): the graph declares them so; `pos`
-        # maps add_weight()'s order to the graph's.
-        trainable <- vapply(specs, function(w) isTRUE(w$trainable), logical(1))
-        order <- c(which(trainable), which(!trainable))
-        specs <- specs[order]
-        pos <- match(seq_along(order), order)
+        ordered <- trainable_first(specs)
+        specs <- ordered$specs
+        pos <- ordered$pos
         fn <- function(...) {
           xs <- list(...)
           ws <- xs[[1]]$ctx$weight_tensors
@@ -102,6 +98,15 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
     }
   )
 )
+
+# Keras orders a layer's weights trainable first, then the others
+# (layer$weights, .keras files): the graph declares them so. Returns the
+# specs in that order and `pos`, which maps add_weight()'s order to it.
+trainable_first <- function(specs) {
+  trainable <- vapply(specs, function(w) isTRUE(w$trainable), logical(1))
+  order <- c(which(trainable), which(!trainable))
+  list(specs = specs[order], pos = match(seq_along(order), order))
+}
 
 # A Layer() class's layer re-created from its saved config (Keras'
 # from_config: the class's initialize() takes the config's entries);
