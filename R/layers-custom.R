@@ -123,12 +123,14 @@ print.mirrored_weight_handle <- function(x, ...) {
 #' Because `call()` is traced, it must not read tensor values: `if (x >
 #' 0)`, `as.numeric(x)` and functions that are not ops are errors of class
 #' `mirrored_trace_error` naming the line. `call()` is traced once, so a
-#' `training` argument is `NULL` and cannot change the graph.
+#' `training` argument is `NULL` and cannot change the graph: pass it on to
+#' sub-layers (`self$dropout(x, training = training)`), whose dropout then
+#' runs in training steps only, as in Keras.
 #'
 #' `call()` can call layers the instance holds (`self$proj <-
 #' layer_dense(units = 32)` in `initialize()`, `self$proj(x)` in `call()`):
-#' Dense, LayerNormalization (over the last axis), Activation, Flatten,
-#' Reshape and other custom `Layer()`s are
+#' Dense, Dropout, LayerNormalization (over the last axis), Activation,
+#' Flatten, Reshape and other custom `Layer()`s are
 #' written into the same graph, built at their first call, and their
 #' weights become the custom layer's, after its own (Keras' order); a layer
 #' called twice shares its weights. Other layers, and models, called there

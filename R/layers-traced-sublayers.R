@@ -5,8 +5,8 @@
 # graph's weights, after the custom layer's own: Keras' order for a layer's
 # weights (its own trainable, its own non-trainable, then each sub-layer's).
 # A sub-layer called twice (a loop over time steps) reuses its weights. The
-# built-in layers written so are Dense, LayerNormalization (last axis),
-# Activation, Flatten and Reshape, and
+# built-in layers written so are Dense, Dropout (in training steps only),
+# LayerNormalization (last axis), Activation, Flatten and Reshape, and
 # another custom Layer() (its build() and call() run inside the outer
 # trace); any other layer, or a model, is a mirrored_not_yet_error naming
 # what to use instead.
@@ -32,8 +32,9 @@ traced_sublayer_call <- function(layer, x, training, call) {
                             "layers can be called inside a Layer()'s call() only."), kind = "not_yet")
   }
   if (!is.null(training) && !identical(training, FALSE)) {
-    trace_abort(ctx, paste0(what, ": `training` cannot be passed to a layer inside a traced call() yet: ",
-                            "the traced graph is the same in training and inference."), kind = "not_yet")
+    trace_abort(ctx, paste0(what, ": `training = TRUE` cannot be passed to a layer inside a traced call() yet; ",
+                            "pass the call()'s own `training` argument (NULL while tracing): Dropout then drops ",
+                            "in training steps only, as in Keras."), kind = "not_yet")
   }
   if (inherits(obj, "mirrored_traced_layer") && !is.null(obj$user)) {
     return(traced_custom_sublayer(ctx, obj$user, x))
@@ -46,13 +47,24 @@ traced_sublayer_call <- function(layer, x, training, call) {
     Dense = traced_dense(ctx, obj, cfg, x, what),
     LayerNormalization = traced_layer_norm(ctx, obj, cfg, x, what),
     Activation = traced_activation(x, cfg$activation, ctx, what),
+    Dropout = traced_dropout(ctx, cfg, x, training),
     Flatten = op_reshape(x, c(NA, prod(x$shape[-1]))),
     Reshape = op_reshape(x, c(NA, as.integer(unlist(cfg$target_shape)))),
     trace_abort(ctx, paste0(
-      what, " cannot be called inside a custom layer's call() yet (Dense, LayerNormalization, ",
+      what, " cannot be called inside a custom layer's call() yet (Dense, Dropout, LayerNormalization, ",
       "Activation, Flatten, Reshape and custom Layer()s can): apply it to the custom layer's output in the model, ",
       "or write it with op_* functions."), kind = "not_yet")
   )
+}
+
+# Keras' Dropout: one "dropout" node, which drops (and scales the kept
+# values by 1 / (1 - rate)) in training steps only, with masks keyed by the
+# layer's seed, the step and the sample's global row, as the built-in layer
+# (nn/traced_random_ops.cpp); `training = FALSE` makes it the identity.
+traced_dropout <- function(ctx, cfg, x, training) {
+  rate <- as.numeric(cfg$rate)
+  if (identical(training, FALSE) || rate == 0) return(x)
+  trace_record(ctx, "dropout", list(x), list(rate = rate, seed = as.integer(cfg$seed)), x$dtype %||% "float32")
 }
 
 # The graph weights of sub-layer `key` (its R6 object): list(tensors, pos),

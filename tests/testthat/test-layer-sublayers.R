@@ -113,15 +113,71 @@ test_that("a frozen sub-layer's weights are not trainable", {
   expect_true(any(grepl("Non-trainable params: 8 ", out, fixed = TRUE)))
 })
 
-test_that("layers not written into a traced call() yet are a not-yet error naming them", {
-  layer_drop <- Layer("Drop",
+# x * w, then Dropout(0.5), passing call()'s training on as Keras code does.
+scaled_dropout <- function() {
+  Layer("ScaledDropout",
     initialize = function(...) {
       super$initialize(...)
-      self$drop <- layer_dropout(rate = 0.5)
+      self$drop <- layer_dropout(rate = 0.5, seed = 3)
     },
-    call = function(x) self$drop(x))
+    build = function(input_shape) {
+      self$w <- self$add_weight(shape = shape(tail(input_shape, 1)), initializer = "ones", name = "w")
+    },
+    call = function(x, training = NULL) self$drop(x * self$w, training = training))
+}
+
+test_that("a Dropout sub-layer drops in training steps only, with the same mask forward and backward", {
+  inputs <- keras_input(shape = 4)
+  model <- keras_model(inputs, scaled_dropout()(inputs))
+  model |> compile(optimizer = optimizer_sgd(learning_rate = 0.1), loss = "mse")
+  n <- 100
+  x <- matrix(1, n, 4)
+  y <- matrix(0, n, 4)
+  # inference: the identity (x * w = 1 everywhere, loss 1)
+  expect_equal(predict(model, x, verbose = 0), x)
+  expect_equal(evaluate(model, x, y, verbose = 0)[["loss"]], 1, tolerance = 1e-6)
+  # training: each value 0 or 2, so the loss is 4 x the kept fraction
+  loss <- train_on_batch(model, x, y)
+  kept <- loss * n  # kept values of 4n: loss = 4 * kept / (4n)
+  expect_equal(kept, round(kept), tolerance = 1e-4)
+  expect_gt(kept / (4 * n), 0.35)
+  expect_lt(kept / (4 * n), 0.65)
+  # d loss / d w_j = sum over kept values of 2 * 2 * 2 / (4n): the backward
+  # pass used the forward's mask, so the weights moved by 0.1 * 8 * kept / (4n)
+  w <- as.numeric(get_weights(model)[[1]])
+  expect_equal(sum(1 - w), 0.1 * 8 * kept / (4 * n), tolerance = 1e-5)
+  expect_true(all(w < 1))
+})
+
+test_that("a Dropout sub-layer's masks do not depend on the number of replicas", {
+  run <- function(strategy) {
+    build <- function() {
+      inputs <- keras_input(shape = 4)
+      m <- keras_model(inputs, scaled_dropout()(inputs) |> layer_dense(1, kernel_initializer = "ones"))
+      m |> compile(optimizer = optimizer_sgd(learning_rate = 0.05), loss = "mse")
+      m
+    }
+    m <- if (is.null(strategy)) build() else with(strategy$scope(), build())
+    x <- matrix(seq(0.1, 4, length.out = 48), 12, 4)
+    fit(m, x, rowSums(x), batch_size = 12, epochs = 3, shuffle = FALSE, verbose = 0)
+    get_weights(m)
+  }
+  one <- run(NULL)
+  two <- run(mirrored_strategy(devices = c("/cpu:0", "/cpu:1")))
+  for (i in seq_along(one)) expect_equal(two[[i]], one[[i]], tolerance = 1e-6)
+  # and dropout happened: without it all 4 scale weights would move alike
+  expect_gt(diff(range(one[[1]])), 1e-3)
+})
+
+test_that("layers not written into a traced call() yet are a not-yet error naming them", {
+  layer_norm <- Layer("Norm",
+    initialize = function(...) {
+      super$initialize(...)
+      self$norm <- layer_batch_normalization()
+    },
+    call = function(x) self$norm(x))
   inputs <- keras_input(shape = 3)
-  expect_error(layer_drop(inputs), class = "mirrored_not_yet_error", regexp = "Dropout")
+  expect_error(layer_norm(inputs), class = "mirrored_not_yet_error", regexp = "BatchNormalization")
   inner <- keras_model(inputs, layer_dense(inputs, 2))
   layer_model <- Layer("CallsModel",
     initialize = function(...) {

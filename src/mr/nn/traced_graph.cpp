@@ -414,6 +414,19 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
     case TracedKind::slice:
       infer_index_node(index, nd, ops, j);
       break;
+    case TracedKind::dropout: {
+      arity(1);
+      const Json* r = attr(j, "rate");
+      if (!r || !r->is_number() || !(r->get<double>() >= 0.0 && r->get<double>() < 1.0))
+        node_fail(ErrorKind::value, c, "\"rate\" must be a number in [0, 1)");
+      const Json* sd = attr(j, "seed");
+      if (!sd || !sd->is_number_integer() || sd->get<int64_t>() < 0)
+        node_fail(ErrorKind::value, c, "\"seed\" must be a non-negative integer");
+      nd.rate = static_cast<float>(r->get<double>());
+      nd.seed = static_cast<uint64_t>(sd->get<int64_t>());
+      nd.shape = ops[0];
+      break;
+    }
     case TracedKind::matmul: {
       arity(2);
       const ValueShape& a = ops[0];
@@ -567,6 +580,12 @@ void TracedGraph::plan() {
         nd.idx_off = pa;
         pa += prod(nd.shape, 0, nd.shape.dims.size());
       }
+    }
+    if (kind == TracedKind::dropout) {
+      // The mask, kept in aux for backward.
+      int64_t& pa = nd.shape.batched ? aux_pr_ : aux_fixed_;
+      nd.mask_off = pa;
+      pa += prod(nd.shape, 0, nd.shape.dims.size());
     }
     if (!nd.perm.empty() && kind != TracedKind::transpose) {
       // The operand of a reduction over axes apart, permuted (kept for max / min's VJP).

@@ -41,6 +41,20 @@
 
 namespace mr {
 
+// What a run of a graph needs besides its buffers when it holds dropout
+// ops (Keras' Dropout called inside a custom layer's call()): the pass's
+// training flag (they drop only while training), the step's device block
+// (core/step_scalars.h: the step keys the masks), the calling layer node's
+// stream and the replica's first global row, so that a sample's mask
+// depends on its place in the global batch and not on the split. The
+// default is inference: dropout passes its input through.
+struct TracedRun {
+  bool training = false;
+  const StepScalars* scalars = nullptr;  // null: the step is taken as 0
+  uint32_t stream = 0;
+  int64_t row_offset = 0;
+};
+
 class TracedGraph {
  public:
   // A reference of a node operand or a graph output.
@@ -95,7 +109,8 @@ class TracedGraph {
   // be null without constants); aux: aux_floats(rows) floats. All pointers
   // are device memory of `be`; rows >= 0.
   void forward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
-               const float* constants, float* const* outputs, float* aux) const;
+               const float* constants, float* const* outputs, float* aux,
+               const TracedRun& run = TracedRun()) const;
   // Gradients of sum_i <outputs[i], d_outputs[i]>: d_inputs[i] (null: not
   // wanted) and d_weights[i] (null: not wanted) are written, not
   // accumulated (zeros where no path reaches them). aux as forward left it
@@ -103,8 +118,8 @@ class TracedGraph {
   // d_inputs / d_weights as arrays may be null (no gradient wanted at all).
   void backward(Backend& be, int64_t rows, const float* const* inputs, const float* const* weights,
                 const float* constants, const float* aux, float* scratch,
-                const float* const* d_outputs, float* const* d_inputs,
-                float* const* d_weights) const;
+                const float* const* d_outputs, float* const* d_inputs, float* const* d_weights,
+                const TracedRun& run = TracedRun()) const;
 
   // The plan of one node (public for traced_ops.cpp; not an interface).
   struct Node {
@@ -149,6 +164,12 @@ class TracedGraph {
     // runs at its head (chain_follower false) and its followers are skipped.
     int chain_next = -1;
     bool chain_follower = false;
+    // ---- dropout (nn/traced_random_ops.cpp) ----
+    // Its rate and seed; the mask (a batched value's rows x per-sample
+    // floats, or the value's floats) at mask_off in aux, kept for backward.
+    float rate = 0.0f;
+    uint64_t seed = 0;
+    int64_t mask_off = 0;
   };
 
  private:
@@ -172,6 +193,9 @@ class TracedGraph {
   // i15-ops: the index, copy and cast ops' forward and VJP (traced_index_ops.cpp).
   void run_index_forward(Backend& be, const Ptrs& p, const Node& nd) const;
   void run_index_backward(Backend& be, const Ptrs& p, const Node& nd) const;
+  // Dropout's forward and VJP (traced_random_ops.cpp).
+  void run_dropout_forward(Backend& be, const Ptrs& p, const Node& nd) const;
+  void run_dropout_backward(Backend& be, const Ptrs& p, const Node& nd) const;
   // take_along_axis' broadcast indices in aux.
   float* idx_ptr(const Ptrs& p, const Node& nd) const;
   // ---- i15-fuse: unary chains (nn/traced_fusion.cpp) ----

@@ -27,7 +27,8 @@ enum class TracedKind {
   take_along_axis,
   concatenate,  // also stack (a new axis of extent 1 per operand)
   cast,         // sub: CastOp; float32 / float64 are views
-  slice
+  slice,
+  dropout  // Keras' Dropout: drops while training only (traced_random_ops.cpp)
 };
 
 // kind < 0: no such op. sub: the UnaryOp / BinaryOp / ReduceOp / SoftmaxOp.

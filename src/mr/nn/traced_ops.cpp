@@ -38,6 +38,7 @@ TracedOpInfo traced_op_info(const std::string& op) {
   if (op == "stack") return {static_cast<int>(TracedKind::concatenate), 1};
   if (op == "cast") return {static_cast<int>(TracedKind::cast), 0};
   if (op == "slice") return {static_cast<int>(TracedKind::slice), 0};
+  if (op == "dropout") return {static_cast<int>(TracedKind::dropout), 0};
   return {};
 }
 
@@ -70,6 +71,8 @@ std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op)
       return {"dtype"};
     case TracedKind::slice:
       return {"start_indices", "shape"};
+    case TracedKind::dropout:
+      return {"rate", "seed"};
     case TracedKind::binary:
     case TracedKind::where:
     case TracedKind::matmul:
@@ -240,6 +243,9 @@ void TracedGraph::run_forward(Backend& be, const Ptrs& p, const Node& nd) const 
     case TracedKind::slice:
       run_index_forward(be, p, nd);
       break;
+    case TracedKind::dropout:
+      run_dropout_forward(be, p, nd);
+      break;
   }
 }
 
@@ -374,15 +380,19 @@ void TracedGraph::run_backward(Backend& be, const Ptrs& p, const Node& nd) const
     case TracedKind::slice:
       run_index_backward(be, p, nd);
       break;
+    case TracedKind::dropout:
+      run_dropout_backward(be, p, nd);
+      break;
   }
 }
 
 void TracedGraph::forward(Backend& be, int64_t rows, const float* const* inputs,
                           const float* const* weights, const float* constants,
-                          float* const* outputs, float* aux) const {
+                          float* const* outputs, float* aux, const TracedRun& run) const {
   MR_CHECK(rows >= 0, value, "TracedGraph::forward: rows must be >= 0, got ", rows);
   Ptrs p;
   p.rows = rows;
+  p.run = &run;
   p.inputs = inputs;
   p.weights = weights;
   p.constants = constants;
@@ -405,10 +415,11 @@ void TracedGraph::forward(Backend& be, int64_t rows, const float* const* inputs,
 void TracedGraph::backward(Backend& be, int64_t rows, const float* const* inputs,
                            const float* const* weights, const float* constants, const float* aux,
                            float* scratch, const float* const* d_outputs, float* const* d_inputs,
-                           float* const* d_weights) const {
+                           float* const* d_weights, const TracedRun& run) const {
   MR_CHECK(rows >= 0, value, "TracedGraph::backward: rows must be >= 0, got ", rows);
   Ptrs p;
   p.rows = rows;
+  p.run = &run;
   p.inputs = inputs;
   p.weights = weights;
   p.constants = constants;

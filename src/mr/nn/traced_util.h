@@ -103,6 +103,7 @@ struct TracedGraph::Ptrs {
   float* const* d_inputs = nullptr;
   float* const* d_weights = nullptr;
   float* tmp[3] = {nullptr, nullptr, nullptr};
+  const TracedRun* run = nullptr;  // never null inside forward() / backward()
 };
 
 }  // namespace mr

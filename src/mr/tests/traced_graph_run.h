@@ -30,6 +30,7 @@ struct GraphRun {
   DeviceBuffer consts, aux, scratch;
   std::vector<const float*> in_p, w_p, dout_p;
   std::vector<float*> out_p, din_p, dw_p;
+  TracedRun run;  // inference unless a test sets it (dropout)
 
   DeviceBuffer alloc(int64_t n) {
     return be.allocate(static_cast<size_t>(std::max<int64_t>(n, 1)) * 4);
@@ -71,12 +72,12 @@ struct GraphRun {
   }
   void forward() {
     g.forward(be, rows, in_p.data(), w_p.data(), static_cast<const float*>(consts.get()),
-              out_p.data(), static_cast<float*>(aux.get()));
+              out_p.data(), static_cast<float*>(aux.get()), run);
   }
   void backward() {
     g.backward(be, rows, in_p.data(), w_p.data(), static_cast<const float*>(consts.get()),
                static_cast<const float*>(aux.get()), static_cast<float*>(scratch.get()),
-               dout_p.data(), din_p.data(), dw_p.data());
+               dout_p.data(), din_p.data(), dw_p.data(), run);
   }
   // The backend's system allocations during `passes` forward + backward
   // pairs after a first, warm-up pair (0: every buffer was sized up front).

@@ -101,7 +101,8 @@ class TracedLayer final : public Layer {
     if (a.rows == 0) return;
     const std::vector<const float*> w = weight_ptrs(a.params, a.state);
     float* const outs[1] = {a.out};
-    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, aux(a.work));
+    const TracedRun run{a.training, a.scalars, a.stream, a.row_offset};
+    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, aux(a.work), run);
   }
 
   void backward(const BackwardArgs& a) const override {
@@ -119,8 +120,10 @@ class TracedLayer final : public Layer {
     // For rows <= the capacity: the aligned aux of `rows` rows fits in that
     // of the capacity, so the scratch of `rows` rows fits after it.
     float* scratch = aux(a.work) + align_floats(graph_->aux_floats(a.rows));
+    TracedRun run;  // backward reads the training flag only (the masks are in aux)
+    run.training = a.training;
     graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, aux(a.work), scratch, douts,
-                     a.d_in.data(), dw.data());
+                     a.d_in.data(), dw.data(), run);
   }
 
   Json config() const override {
