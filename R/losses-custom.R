@@ -62,7 +62,7 @@ trace_target_fn <- function(fn, y_shape, p_shape, what, call) {
   tr$json
 }
 
-is_traced_target_fn <- function(x) identical(x$kind, "traced")
+is_traced_target_fn <- function(x) isTRUE(x$kind %in% c("traced", "state"))
 
 # Whether output k's loss or metrics are traced: their graphs depend on the
 # targets' shape.
@@ -89,7 +89,15 @@ guess_target_shape <- function(model, k, o, call) {
   g <- model$graph()
   out <- g$nodes[[g$outputs[k] + 1L]]$shape
   first <- NULL
-  for (s in list(as.integer(out), integer())) {
+  candidates <- list(as.integer(out), integer())
+  # A built-in loss fixes the targets: class indices (one per position)
+  # for the sparse cross-entropy, else the output's shape.
+  if (!is.null(o$loss) && !is_traced_target_fn(o$loss)) {
+    sparse <- identical(o$loss$kind, "sparse_categorical_crossentropy")
+    candidates <- if (sparse) list(as.integer(utils::head(out, -1)), c(as.integer(utils::head(out, -1)), 1L)) else
+      list(as.integer(out))
+  }
+  for (s in candidates) {
     ok <- tryCatch({
       for (x in c(list(o$loss), o$metrics)) traced_fn_json(model, k, x, s, call)
       TRUE
@@ -156,6 +164,7 @@ same_rank <- function(y_true, y_pred) {
 traced_fn_json <- function(model, k, x, target_shape, call) {
   if (!is_traced_target_fn(x)) return("")
   g <- model$graph()
+  if (identical(x$kind, "state")) return(trace_state_update(x, target_shape, g$nodes[[g$outputs[k] + 1L]]$shape, call))
   what <- if (inherits(x, "mirrored_metric")) paste0("the metric function ", x$name) else "the loss function"
   trace_target_fn(x$fn, target_shape, g$nodes[[g$outputs[k] + 1L]]$shape, what, call)
 }

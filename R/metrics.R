@@ -79,6 +79,9 @@ metric_mean_absolute_error <- function(y_true, y_pred, ..., name = "mean_absolut
 
 as_metric <- function(x, loss, arg = "metrics", name = "", call = sys.call(-1)) {
   if (inherits(x, "mirrored_metric")) return(x)
+  # A Metric() class's instance, or the class itself (R/metrics-custom-class.R).
+  if (inherits(x, "mirrored_custom_metric_class")) x <- x()
+  if (inherits(x, "mirrored_custom_metric")) return(state_metric(x, call))
   # A function written with op_* (R/losses-custom.R).
   if (is.function(x)) {
     # keras3 takes a metric constructor uncalled (metrics = list(metric_auc)).

@@ -140,7 +140,14 @@ outputs_core_spec <- function(model, call = sys.call(-1)) {
     o <- model$compiled_outputs[[k]]
     # Losses and metrics written in R: their graphs (R/losses-custom.R).
     metrics <- lapply(o$metrics, function(m) {
-      c(metric_core_spec(m, isTRUE(m$weighted)), list(graph = traced_output_json(model, k, m, call)))
+      spec <- c(metric_core_spec(m, isTRUE(m$weighted)), list(graph = traced_output_json(model, k, m, call)))
+      if (!identical(m$kind, "state")) return(spec)
+      # A Metric() class (R/metrics-custom-class.R).
+      if (isTRUE(m$weighted)) {
+        abort_not_yet(c("Metric {.val {m$name}} ({.cls {m$class_name}}) is in {.arg weighted_metrics}: Metric classes do not take sample weights yet.",
+                        i = "Give it in {.arg metrics}."), call = call)
+      }
+      c(spec, state_metric_core_spec(m, call))
     })
     list(loss = c(loss_core_spec(o$loss), list(graph = traced_output_json(model, k, o$loss, call))),
          weight = o$weight, metrics = metrics,

@@ -10,7 +10,6 @@ not_yet_table <- r"---(
 op_subset<- | x, ..., value | surface
 . | ... | surface
 Constraint | classname, call = NULL, get_config = NULL, ..., public = list(), private = list(), inherit = NULL, parent_env = parent.frame() | surface
-Metric | classname, initialize = NULL, update_state = NULL, result = NULL, ..., public = list(), private = list(), inherit = NULL, parent_env = parent.frame() | surface
 activation_celu | x, alpha = 1 | later
 activation_glu | x, axis = -1L | later
 activation_hard_shrink | x, threshold = 0.5 | later
@@ -268,7 +267,6 @@ metric_specificity_at_sensitivity | ..., sensitivity, num_thresholds = 200L, cla
 metric_squared_hinge | y_true, y_pred, ..., name = "squared_hinge", dtype = NULL | later
 named_list | ... | surface
 new_learning_rate_schedule_class | classname, call = NULL, initialize = NULL, get_config = NULL, ..., public = list(), private = list(), inherit = NULL, parent_env = parent.frame() | surface
-new_metric_class | classname, initialize = NULL, update_state = NULL, result = NULL, ..., public = list(), private = list(), inherit = NULL, parent_env = parent.frame() | surface
 newaxis | <object> | surface
 normalize | x, axis = -1L, order = 2L | later
 op_angle | x | surface

@@ -25,9 +25,7 @@ not_yet_instead <- c(
   dataset_fashion_mnist = "mirrored downloads nothing: read the files with {.fn npz_dataset}, or use {.fn dataset_mnist_sample}.",
   initializer_glorot_normal = "{.fn initializer_glorot_uniform}, {.fn initializer_he_normal} and {.fn initializer_random_normal} exist.",
   timeseries_dataset_from_array = "Use {.fn dataset_window} and {.fn dataset_flat_map}: {.code tensor_slices_dataset(x) |> dataset_window(n, shift = 1, drop_remainder = TRUE) |> dataset_flat_map(function(w) dataset_batch(w, n))}.",
-  layer_time_distributed = "Use {.fn layer_dense} on the 3-D input: it acts on each time step; a custom per-step computation can be a {.fn Layer} class.",
-  Metric = "Use {.fn custom_metric} with a function of (y_true, y_pred): mirrored averages it over the batches.",
-  new_metric_class = "Use {.fn custom_metric} with a function of (y_true, y_pred): mirrored averages it over the batches."
+  layer_time_distributed = "Use {.fn layer_dense} on the 3-D input: it acts on each time step; a custom per-step computation can be a {.fn Layer} class."
 )
 
 # The table's rows: a list of list(name, args, family).

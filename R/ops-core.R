@@ -11,6 +11,8 @@
 # Runs `body(operands)` on traced tensors, or eagerly. `operands`: the op's
 # tensor arguments by name (NULL entries stay NULL); `call`: the user's call.
 op_run <- function(operands, body, call) {
+  # A Metric() class's variables stand for their values (R/metrics-custom-class.R).
+  operands[] <- lapply(operands, unwrap_metric_variable)
   ctx <- NULL
   for (x in operands) {
     if (is_traced_tensor(x)) {

@@ -102,6 +102,10 @@ nested_model_entry <- function(model, functional, calls = NULL) {
 metric_keras_config <- function(m) {
   if (!is.null(m$string)) return(m$string)
   if (m$kind == "traced") return(traced_keras_config(m))
+  if (m$kind == "state") {  # a Metric() class, as Keras writes an unregistered custom class
+    return(list(module = NULL, class_name = m$class_name, config = m$user$get_config(),
+                registered_name = m$class_name))
+  }
   if (m$name %in% c("accuracy", "acc")) return(m$name)
   cfg <- c(list(name = m$name, dtype = if (m$kind == "mean_iou") "int64" else "float32"), m$config)
   list(module = "keras.metrics", class_name = m$class_name, config = cfg, registered_name = NULL)

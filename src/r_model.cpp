@@ -194,6 +194,20 @@ mr::MetricConfig metric_config(const Rcpp::List& mt) {
   // i15-users: a traced metric (Keras' MeanMetricWrapper) is its name, its
   // weighted flag and its graph.
   if (auto g = traced_graph(mt, "metric")) {
+    // A Metric() class (R/metrics-custom-class.R): its update_state()
+    // graph, result() graph, variables' floats and reset values.
+    if (mt.containsElementNamed("result_graph")) {
+      Rcpp::List rg = Rcpp::List::create(Rcpp::Named("name") = mt["name"],
+                                         Rcpp::Named("graph") = mt["result_graph"]);
+      mc.kind = mr::MetricKind::state_metric;
+      mc.name = str("name");
+      mc.weighted = flag("weighted");
+      mc.graph = std::move(g);
+      mc.result_graph = traced_graph(rg, "metric");
+      mc.state_floats = static_cast<int64_t>(num("state_floats"));
+      mc.reset_values = Rcpp::as<std::vector<float>>(mt["reset_values"]);
+      return mc;
+    }
     mc.kind = mr::MetricKind::mean_metric_wrapper;
     mc.name = str("name");
     mc.weighted = flag("weighted");

@@ -43,7 +43,13 @@ enum class MetricKind {
   true_positives,
   false_positives,
   true_negatives,
-  false_negatives
+  false_negatives,
+  // ---- a Metric() class written in R (R/metrics-custom-class.R): its
+  // traced update_state() gives the increments of its variables (state:
+  // state_floats, their sums over the replicas' slices and the batches),
+  // its traced result() the logged value from the reset values plus those
+  // sums (train/traced_objectives.h) ----
+  state_metric
 };
 
 enum class AucCurve { roc, pr };
@@ -69,6 +75,7 @@ struct MetricSpec {
   bool sparse_y_pred = true;     // mean_iou
   bool from_logits = false;      // auc, cross-entropies
   float label_smoothing = 0.0f;  // binary and categorical cross-entropy
+  int64_t state_floats = 0;      // state_metric: its variables' floats
 };
 
 // Doubles of state a metric needs for predictions of `cols` columns:
@@ -92,6 +99,8 @@ inline int64_t metric_state_size(const MetricSpec& m, int64_t cols) {
     case MetricKind::true_negatives:
     case MetricKind::false_negatives:
       return 1;
+    case MetricKind::state_metric:
+      return m.state_floats;
     default:
       return 2;
   }

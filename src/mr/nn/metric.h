@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/metric_spec.h"
 
@@ -22,6 +23,13 @@ struct MetricConfig : MetricSpec {
   // MeanMetricWrapper; kind mean_metric_wrapper): its traced graph of
   // inputs (y_true, y_pred); null: the built-in `kind` ----
   std::shared_ptr<const TracedGraph> graph;
+  // ---- state_metric (a Metric() class): `graph` is its update_state(),
+  // whose one output is the batch's increments of its variables
+  // (state_floats, unbatched); result_graph its result(), one unbatched
+  // input of state_floats (the variables, flattened in order) and one value
+  // out; reset_values the variables after reset_state() (state_floats) ----
+  std::shared_ptr<const TracedGraph> result_graph;
+  std::vector<float> reset_values;
 };
 
 MetricKind metric_kind(const std::string& name);

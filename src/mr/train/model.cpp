@@ -446,7 +446,10 @@ std::vector<double> Model::read_metrics(bool across_workers) const {
     for (const MetricConfig& m : o.metrics) {
       const size_t first = raw.size();
       raw.resize(first + static_cast<size_t>(metric_value_count(m, o.cols)));
-      metric_finalize(m, o.cols, total.data() + at, raw.data() + first);
+      if (m.kind == MetricKind::state_metric)  // a Metric() class: its result()
+        raw[first] = step_.traced().state_metric_result(m, total.data() + at);
+      else
+        metric_finalize(m, o.cols, total.data() + at, raw.data() + first);
       at += static_cast<size_t>(metric_state_size(m, o.cols));
     }
   }

@@ -393,7 +393,9 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // Only weighted_metrics read the sample weights.
     size_t state_at = at + 1;
     for (const MetricConfig& m : o.metrics) {
-      if (m.graph != nullptr)  // i15-users: a traced metric
+      if (m.kind == MetricKind::state_metric)  // a Metric() class
+        traced_->state_metric(rank, m, count, out, tgt, sums + state_at);
+      else if (m.graph != nullptr)  // i15-users: a traced metric
         traced_->metric(rank, m, count, out, tgt, m.weighted ? sw : nullptr, sums + state_at);
       else if (logits != nullptr && metric_takes_logits(m)) {
         MetricSpec on_logits = m;

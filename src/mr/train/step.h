@@ -224,6 +224,7 @@ class Step {
  public:
   // Configured by Model::compile(), sized by reserve(), run by losses().
   TracedObjectives& traced() { return *traced_; }
+  const TracedObjectives& traced() const { return *traced_; }
 
  private:
   std::unique_ptr<TracedObjectives> traced_;

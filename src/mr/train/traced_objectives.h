@@ -55,6 +55,18 @@ class TracedObjectives {
   void metric(int rank, const MetricConfig& m, int64_t rows, const float* pred, const float* target,
               const float* sw, double* state);
 
+  // ---- state_metric: a Metric() class written in R (nn/metric.h) ----
+  // Adds the increments its update_state() computes from the slice to its
+  // m.state_floats state doubles (nothing for a slice of no rows: Keras
+  // never runs update_state() on an empty batch). Like Keras' metric
+  // variables under a MirroredStrategy (synchronized on read by a sum),
+  // each replica updates from its own rows and the sums add up.
+  void state_metric(int rank, const MetricConfig& m, int64_t rows, const float* pred,
+                    const float* target, double* state);
+  // Its result(): the graph run on the reset values plus `state` (the
+  // sums), on a host CPU backend of the compiled model (outside steps).
+  double state_metric_result(const MetricConfig& m, const double* state) const;
+
  private:
   struct Entry {
     std::shared_ptr<const TracedGraph> graph;
@@ -69,6 +81,15 @@ class TracedObjectives {
   const Entry& entry(const TracedGraph* g) const;
   // Forward of entry `e` over the slice; returns the output buffer.
   float* run_forward(int rank, const Entry& e, int64_t rows, const float* const* ins);
+
+  // state_metric results: their graphs' buffers on host_ (made at configure()).
+  struct ResultRun {
+    std::shared_ptr<const TracedGraph> graph;
+    DeviceBuffer constants, in, aux, out;
+  };
+  std::unique_ptr<Backend> host_;
+  mutable std::vector<ResultRun> results_;
+  mutable std::vector<float> result_in_;  // the variables' values, host side
 
   ReplicaSet& replicas_;
   std::vector<Entry> entries_;
