@@ -334,6 +334,10 @@ traced_from_keras <- function(x, what, custom_objects, kind) {
     return(if (inherits(obj, "mirrored_metric")) obj else custom_metric(name, obj))
   }
   gen <- custom_objects[[cls]]
+  if (kind == "metric" && inherits(gen, "mirrored_custom_metric_class")) {  # a Metric() class
+    args <- if (is.list(cfg)) cfg else list()
+    return(state_metric(do.call(gen, args)))
+  }
   if (kind == "loss" && inherits(gen, "mirrored_custom_loss_class")) {
     args <- if (is.list(cfg)) cfg else list()
     args$dtype <- NULL

@@ -423,7 +423,8 @@ metric_from_keras <- function(x, what, custom_objects = list()) {
     BinaryAccuracy = metric_binary_accuracy(threshold = cfg_get(cfg, "threshold", 0.5), name = name),
     MeanAbsoluteError = metric_mean_absolute_error(name = name),
     metric_from_keras_config(cls, cfg, name) %||%
-      abort_config(what, "metric class {.val {cls}} is not supported by mirrored.")
+      abort_config(what, paste("metric class {.val {cls}} is not supported by mirrored; a {.fn Metric} class",
+                               "written in R is given to {.fn load_model} in {.arg custom_objects}."))
   )
 }
 

@@ -113,6 +113,20 @@ test_that("the class itself, uncalled, is accepted in metrics =", {
   expect_named(h$metrics, c("categorical_true_positives", "loss"), ignore.order = TRUE)
 })
 
+test_that("a model compiled with a Metric class saves and loads with it from custom_objects", {
+  withr::local_dir(withr::local_tempdir())
+  d <- classifier_data()
+  inputs <- keras_input(shape = 4)
+  m <- keras_model(inputs, layer_dense(inputs, 2, activation = "softmax"))
+  m |> compile(optimizer = "sgd", loss = "sparse_categorical_crossentropy",
+               metrics = list(metric_mean_max_prob(name = "top")))
+  save_model(m, "m.keras")
+  expect_error(load_model("m.keras"), class = "mirrored_error", regexp = "custom_objects")
+  back <- load_model("m.keras", custom_objects = list(MeanMaxProb = metric_mean_max_prob))
+  want <- evaluate(m, d$x, d$y, verbose = 0)
+  expect_equal(evaluate(back, d$x, d$y, verbose = 0)[["top"]], want[["top"]], tolerance = 1e-6)
+})
+
 test_that("what a traced update_state() or result() cannot do is a clear error", {
   inputs <- keras_input(shape = 4)
   model <- keras_model(inputs, layer_dense(inputs, 2, activation = "softmax"))
