@@ -66,12 +66,27 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
                                         trainable = check_bool(trainable, "trainable", call = NULL))
       structure(list(index = index, name = wname, shape = dims), class = "mirrored_weight_handle")
     },
-    # keras3's add_loss(): a loss term of the layer's own (activity
-    # regularization). The core has no place for it yet.
+    # keras3's add_loss() in call(): a loss term of the layer's own (an
+    # activity regularization, a VAE's KL term), computed from the traced
+    # call's tensors and added to the model's loss in training and
+    # evaluation. Terms are summed (a non-scalar term first, as Keras
+    # does) into one more output of the layer's graph
+    # (nn/layers/traced_layer.cpp); each replica's value counts with the
+    # weight of its rows, so a batch mean gives the same numbers whatever
+    # the split.
     add_loss = function(loss) {
-      abort_not_yet(c("{.code self$add_loss()} in a custom layer's {.fn call} is not supported yet.",
-                      i = "Give the layer before it an {.arg activity_regularizer} (e.g. {.code layer_dense(units, activity_regularizer = regularizer_l2())}), or add the term to the loss function passed to {.fn compile}."),
-                    call = NULL)
+      if (!is_traced_tensor(loss)) {
+        abort_not_yet(c("{.code self$add_loss()} takes a tensor computed in {.fn call} from its inputs or weights, not {describe(loss)}.",
+                        i = "A constant adds nothing to train: leave it out."), call = NULL)
+      }
+      ctx <- loss$ctx
+      if (tt_batched(loss)) {
+        trace_abort(ctx, paste0("self$add_loss() takes one number: reduce the batch axis of ", format(loss),
+                                " first (op_mean() or op_sum())."), kind = "shape")
+      }
+      if (length(loss$shape)) loss <- op_sum(loss)
+      ctx$added_losses[[length(ctx$added_losses) + 1L]] <- loss
+      invisible(NULL)
     },
     build = function(input_shape) invisible(NULL),
     call = function(inputs) {
@@ -135,6 +150,12 @@ print.mirrored_weight_handle <- function(x, ...) {
 #' weights become the custom layer's, after its own (Keras' order); a layer
 #' called twice shares its weights. Other layers, and models, called there
 #' are a `mirrored_not_yet_error`: apply them to the custom layer's output.
+#'
+#' `self$add_loss(value)` in `call()` adds a term computed from the call's
+#' tensors (reduced to one number, such as `rate * op_mean(inputs)`) to the
+#' model's loss in training and evaluation, as Keras does. Each replica
+#' computes it on its own rows and counts it with the weight of its rows,
+#' so a batch mean gives the same numbers on any number of replicas.
 #'
 #' @param classname The class name (CamelCase, as Keras writes it in
 #'   `.keras` files).

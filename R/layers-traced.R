@@ -64,8 +64,14 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         pos <- ordered$pos
         fn <- function(...) {
           xs <- list(...)
-          ws <- xs[[1]]$ctx$weight_tensors
-          call_with_weights(u, xs, function(h) ws[[pos[h$index]]])
+          ctx <- xs[[1]]$ctx
+          ws <- ctx$weight_tensors
+          ctx$added_losses <- list()
+          y <- call_with_weights(u, xs, function(h) ws[[pos[h$index]]])
+          # self$add_loss() terms: their sum is one more output of the graph.
+          if (!length(ctx$added_losses) || !is_traced_tensor(y)) return(y)
+          added <<- TRUE
+          list(y, Reduce(op_add, ctx$added_losses))
         }
         what <- paste0("call() of layer class ", self$class_name)
         config <- custom_layer_config(u)
@@ -76,8 +82,9 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         what <- "the function of layer_lambda()"
         config <- self$config
       }
+      added <- FALSE  # set by fn when call() used self$add_loss()
       tr <- trace_function(fn, inputs, weights = specs, what = what, call = call, owner = self$user)
-      if (length(tr$outputs) != 1) {
+      if (length(tr$outputs) != 1 + added) {
         abort_not_yet("{.val {self$name}}: {what} returned {length(tr$outputs)} tensors; layers written in R return one.",
                       call = call)
       }

@@ -194,14 +194,65 @@ test_that("layers not written into a traced call() yet are a not-yet error namin
                class = "mirrored_not_yet_error", regexp = "outside a custom layer")
 })
 
-test_that("self$add_loss() in call() is a not-yet error naming it, not R plumbing", {
-  layer_act_reg <- Layer("ActReg",
+# The subclassing guide's ActivityRegularizationLayer.
+layer_activity_regularization_guide <- Layer("ActivityRegularizationLayer",
+  initialize = function(rate = 1e-2) {
+    self$rate <- rate
+    super$initialize()
+  },
+  call = function(inputs) {
+    self$add_loss(self$rate * op_mean(inputs))
+    inputs
+  })
+
+test_that("self$add_loss() adds its term to the loss and its gradient, as plain R computes them", {
+  build <- function() {
+    inputs <- keras_input(shape = 3)
+    outputs <- inputs |> layer_dense(2, kernel_initializer = "ones") |> layer_activity_regularization_guide(0.5)
+    m <- keras_model(inputs, outputs)
+    m |> compile(optimizer = optimizer_sgd(learning_rate = 0.1), loss = "mse")
+    m
+  }
+  x <- matrix(c(0.5, -1, 2, 0.1, 0.3, -0.7, 1.2, 0.4, 0.2, 1, -0.3, 0.8, 0.6, -0.2, 1.5), 5, 3)
+  y <- matrix(c(1, -1, 0.5, 2, 0, 0.3, 0.1, -0.4, 1, 0.2), 5, 2)
+  m <- build()
+  w <- get_weights(m)
+  h <- x %*% w[[1]] + rep(w[[2]], each = 5)
+  want_loss <- mean((h - y)^2) + 0.5 * mean(h)
+  expect_equal(evaluate(m, x, y, batch_size = 5, verbose = 0)[["loss"]], want_loss, tolerance = 1e-6)
+  # one SGD step on the batch: d/dh of mse + 0.5 mean(h)
+  dh <- 2 * (h - y) / length(h) + 0.5 / length(h)
+  fit(m, x, y, batch_size = 5, epochs = 1, shuffle = FALSE, verbose = 0)
+  got <- get_weights(m)
+  expect_equal(got[[1]], w[[1]] - 0.1 * t(x) %*% dh, tolerance = 1e-5, ignore_attr = TRUE)
+  expect_equal(as.numeric(got[[2]]), as.numeric(w[[2]] - 0.1 * colSums(dh)), tolerance = 1e-5)
+  # 5 rows on 2 replicas (3 + 2): the same step
+  two <- with(mirrored_strategy(devices = c("/cpu:0", "/cpu:1"))$scope(), build())
+  set_weights(two, w)
+  fit(two, x, y, batch_size = 5, epochs = 1, shuffle = FALSE, verbose = 0)
+  for (i in 1:2) expect_equal(get_weights(two)[[i]], got[[i]], tolerance = 1e-6)
+  # saved and loaded without the class: the term is in the saved graph
+  withr::local_dir(withr::local_tempdir())
+  save_model(m, "reg.keras")
+  back <- load_model("reg.keras")
+  expect_equal(evaluate(back, x, y, verbose = 0)[["loss"]], evaluate(m, x, y, verbose = 0)[["loss"]],
+               tolerance = 1e-6)
+})
+
+test_that("self$add_loss() of a batched tensor or of an R value is a clear error", {
+  layer_batched <- Layer("BatchedLoss",
     call = function(x) {
-      self$add_loss(op_mean(op_square(x)) * 0.01)
+      self$add_loss(op_square(x))
       x
     })
-  expect_error(layer_act_reg(keras_input(shape = 3)), class = "mirrored_not_yet_error",
-               regexp = "add_loss")
+  expect_error(layer_batched(keras_input(shape = 3)), class = "mirrored_shape_error",
+               regexp = "reduce the batch axis")
+  layer_const <- Layer("ConstLoss",
+    call = function(x) {
+      self$add_loss(0.1)
+      x
+    })
+  expect_error(layer_const(keras_input(shape = 3)), class = "mirrored_not_yet_error", regexp = "add_loss")
 })
 
 test_that("a LayerNormalization sub-layer normalizes the last axis as Keras does", {

@@ -19,11 +19,21 @@ Executor::Executor(const Graph& graph, Backend& be)
   activity_ = activity_specs(graph);
   for (const RegularizerSpec& s : activity_)
     has_activity_ = has_activity_ || s.kind != RegularizerSpec::Kind::none;
+  for (int i = 0; i < graph.size(); ++i)
+    if (!graph.node(i).inputs.empty() && graph.layer(i).added_losses() > 0) has_activity_ = true;
 }
 
 void Executor::activity_penalties(const Pass& p, double* acc) {
   if (!has_activity_ || p.rows == 0) return;
   for (int i = 0; i < graph_.size(); ++i) {
+    // add_loss() terms: v x rows (the logged loss divides the sum by the
+    // global rows), from where the layer's forward left them.
+    const int terms = graph_.node(i).inputs.empty() ? 0 : graph_.layer(i).added_losses();
+    for (int t = 0; t < terms; ++t)
+      be_.traced_reduce(
+          false, p.rows, 1,
+          at(buf_[static_cast<size_t>(i)].work) + graph_.layer(i).added_losses_at() + t, nullptr,
+          0.0f, nullptr, acc, nullptr);
     const RegularizerSpec& s = activity_[static_cast<size_t>(i)];
     if (s.kind == RegularizerSpec::Kind::none) continue;
     be_.l1_l2_penalty(p.rows * graph_.out_shape(i).numel(), at(buf_[static_cast<size_t>(i)].out),

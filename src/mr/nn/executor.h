@@ -74,6 +74,8 @@ class Executor {
   // (each layer's penalty / global rows is its part of the loss, times the
   // global rows the logged loss sums). backward() adds their gradient,
   // penalty'(output) / global rows, to the output's gradient.
+  // It also adds the layers' add_loss() terms (Layer::added_losses), each
+  // replica's value times its rows; their gradient is the layer's own.
   void activity_penalties(const Pass& p, double* acc);
   bool has_activity_regularizers() const { return has_activity_; }
 

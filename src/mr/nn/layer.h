@@ -155,6 +155,16 @@ class Layer {
     return 0;
   }
 
+  // ---- Keras' self$add_loss() in a custom layer's call() (traced_layer.cpp) ----
+  // How many loss terms forward computes (0: none), each one float that a
+  // forward of rows > 0 leaves at float added_losses_at() of the node's
+  // work region. A replica's term v counts with the weight of its rows,
+  // rows / global rows, in the loss and its gradient (Executor::
+  // activity_penalties; backward), as the traced losses' batch means do: a
+  // term that is a batch mean gives the same numbers whatever the split.
+  virtual int added_losses() const { return 0; }
+  virtual int64_t added_losses_at() const { return 0; }
+
  private:
   DTypePolicy dtype_policy_;
 };

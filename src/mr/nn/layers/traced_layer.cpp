@@ -1,13 +1,15 @@
 // A layer running a traced graph (nn/layers/traced_layer.h). The graph's
 // inputs are the layer's inputs (batched; their per-sample shapes must be
-// the layer's input shapes), its one output the layer's output (batched),
-// its weights the layer's, in the graph's order: trainable ones are
-// parameters (gradients, optimizer slots, all-reduce), the others state,
-// which the graph only reads.
+// the layer's input shapes), its first output the layer's output
+// (batched), any further outputs the terms of Keras' self$add_loss() (one
+// number each; Layer::added_losses), its weights the layer's, in the graph's order: trainable ones
+// are parameters (gradients, optimizer slots, all-reduce), the others state, which the graph only
+// reads.
 //
 // Buffers: the node's work region, kept from forward to backward, holds
 // the graph's constants (written once when the executor sizes the region,
-// Layer::prepare_work, so no step uploads them), then its aux (the forward
+// Layer::prepare_work, so no step uploads them), the add_loss() terms and
+// their gradients, then its aux (the forward
 // values backward reads) and its backward scratch. TracedGraph lays aux and
 // scratch out as per-row floats times rows followed by fixed floats (the
 // weight-sized temporaries and sinks), so they are sized for the
@@ -57,8 +59,14 @@ class TracedLayer final : public Layer {
           it.key() != "mirrored_graph")
         user_[it.key()] = it.value();
     MR_CHECK(graph_->num_inputs() >= 1, value, who_, ": its graph has no inputs");
-    MR_CHECK(graph_->num_outputs() == 1, value, who_, ": its graph must have one output, it has ",
-             graph_->num_outputs());
+    MR_CHECK(graph_->num_outputs() >= 1, value, who_, ": its graph has no output");
+    // Outputs after the first: its add_loss() terms, one number each.
+    for (int k = 1; k < graph_->num_outputs(); ++k) {
+      const TracedGraph::ValueShape s = graph_->output_shapes()[static_cast<size_t>(k)];
+      MR_CHECK(!s.batched && graph_->output_floats(k, 1) == 1, shape, who_, ": output ", k + 1,
+               " of its graph, an add_loss() term, must be one number, got shape ", shape_str(s));
+    }
+    added_ = graph_->num_outputs() - 1;
     const TracedGraph::ValueShape out = graph_->output_shapes()[0];
     MR_CHECK(out.batched, shape, who_,
              ": its output must keep the batch axis first (a layer's output has one row per "
@@ -87,9 +95,9 @@ class TracedLayer final : public Layer {
     return weights_;
   }
 
-  int64_t work_floats(const std::vector<Shape>& /*in*/) const override {
-    return align_floats(graph_->constant_floats());
-  }
+  int64_t work_floats(const std::vector<Shape>& /*in*/) const override { return fixed_floats(); }
+  int added_losses() const override { return added_; }
+  int64_t added_losses_at() const override { return align_floats(graph_->constant_floats()); }
   int64_t work_floats_for_rows(const std::vector<Shape>& /*in*/, int64_t max_rows) const override {
     return align_floats(graph_->aux_floats(max_rows)) + graph_->scratch_floats(max_rows);
   }
@@ -100,9 +108,11 @@ class TracedLayer final : public Layer {
   void forward(const ForwardArgs& a) const override {
     if (a.rows == 0) return;
     const std::vector<const float*> w = weight_ptrs(a.params, a.state);
-    float* const outs[1] = {a.out};
+    // The output, then the add_loss() terms into the work region.
+    std::vector<float*> outs{a.out};
+    for (int t = 0; t < added_; ++t) outs.push_back(a.work + added_losses_at() + t);
     const TracedRun run{a.training, a.scalars, a.stream, a.row_offset};
-    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs, aux(a.work), run);
+    graph_->forward(a.be, a.rows, a.in.data(), w.data(), a.work, outs.data(), aux(a.work), run);
   }
 
   void backward(const BackwardArgs& a) const override {
@@ -116,14 +126,22 @@ class TracedLayer final : public Layer {
     std::vector<float*> dw(weights_.size(), nullptr);
     for (size_t k = 0, p = 0; k < weights_.size(); ++k)
       if (weights_[k].trainable) dw[k] = a.grads[p++];
-    const float* const douts[1] = {a.d_out};
+    // The add_loss() terms' gradient: rows / global rows each (Layer::added_losses).
+    std::vector<const float*> douts{a.d_out};
+    if (added_ > 0) {
+      float* d = a.work + added_losses_at() + align_floats(added_);
+      a.be.fill(
+          added_, d,
+          static_cast<float>(static_cast<double>(a.rows) / static_cast<double>(a.global_rows)));
+      for (int t = 0; t < added_; ++t) douts.push_back(d + t);
+    }
     // For rows <= the capacity: the aligned aux of `rows` rows fits in that
     // of the capacity, so the scratch of `rows` rows fits after it.
     float* scratch = aux(a.work) + align_floats(graph_->aux_floats(a.rows));
     TracedRun run;  // backward reads the training flag only (the masks are in aux)
     run.training = a.training;
-    graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, aux(a.work), scratch, douts,
-                     a.d_in.data(), dw.data(), run);
+    graph_->backward(a.be, a.rows, a.in.data(), w.data(), a.work, aux(a.work), scratch,
+                     douts.data(), a.d_in.data(), dw.data(), run);
   }
 
   Json config() const override {
@@ -134,8 +152,13 @@ class TracedLayer final : public Layer {
   }
 
  private:
-  // The graph's aux in the node's work region, after the constants.
-  float* aux(float* work) const { return work + align_floats(graph_->constant_floats()); }
+  // The node's work region: the graph's constants, the add_loss() terms'
+  // values and their gradients (added_ floats each, aligned), then the
+  // graph's aux and backward scratch.
+  int64_t fixed_floats() const {
+    return align_floats(graph_->constant_floats()) + 2 * align_floats(added_);
+  }
+  float* aux(float* work) const { return work + fixed_floats(); }
   static Shape per_sample(const TracedGraph::ValueShape& s) {
     return Shape(std::vector<int64_t>(s.dims.begin() + (s.batched ? 1 : 0), s.dims.end()));
   }
@@ -192,6 +215,7 @@ class TracedLayer final : public Layer {
   Shape out_;
   std::vector<WeightSpec> weights_;
   std::vector<int64_t> params_numel_;  // floats of each trainable weight
+  int added_ = 0;                      // add_loss() terms: the graph's outputs after the first
 };
 
 }  // namespace
