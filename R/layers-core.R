@@ -9,7 +9,9 @@
 #' @param units Positive integer, dimensionality of the output.
 #' @param activation Name of the activation (`"relu"`, `"softmax"`, ...; see
 #'   [layer_activation()]), one of the [activations] functions
-#'   (`activation_relu`, ...), or `NULL` (none).
+#'   (`activation_relu`, ...), an R function of a tensor written with
+#'   `op_*` functions (traced once, as a [Layer()]'s `call()`; give it to
+#'   [register_keras_serializable()] to save it by name), or `NULL` (none).
 #' @param use_bias Whether the layer has a bias vector.
 #' @param kernel_initializer,bias_initializer Initializer objects or names,
 #'   see [initializer_glorot_uniform()].
@@ -43,10 +45,14 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
                                         kernel_constraint = kernel_constraint,
                                         bias_constraint = bias_constraint))
   units <- check_int(units, "units", min = 1)
-  activation <- check_activation(activation)
   check_bool(use_bias, "use_bias")
   k <- as_initializer(kernel_initializer, "kernel_initializer")
   b <- as_initializer(bias_initializer, "bias_initializer")
+  if (is_activation_function(activation)) {  # an R function (R/layers-activation-functions.R)
+    return(dense_with_activation_function(if (missing(object)) NULL else object, units, activation, use_bias,
+                                          k, b, options, dots))
+  }
+  activation <- check_activation(activation)
   layer <- new_layer("Dense", c(list(units = units, activation = activation, use_bias = use_bias,
                                      kernel_initializer = initializer_keras_config(k),
                                      bias_initializer = initializer_keras_config(b)), options),
@@ -61,8 +67,9 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
 #'   `"softmax"`, `"gelu"`, `"linear"`, `"elu"`, `"selu"`, `"silu"` or
 #'   `"swish"`, `"leaky_relu"`, `"relu6"`, `"softplus"`, `"softsign"`,
 #'   `"hard_sigmoid"`, `"hard_silu"` or `"hard_swish"`, `"exponential"`,
-#'   `"mish"`, `"log_softmax"`), or one of the [activations] functions
-#'   (`activation_relu`, ...).
+#'   `"mish"`, `"log_softmax"`), one of the [activations] functions
+#'   (`activation_relu`, ...), or an R function of a tensor (see
+#'   [layer_dense()]).
 #' @return A layer, a symbolic tensor or the model, depending on `object`.
 #' @family layers
 #' @seealso [layer_dense()]
@@ -72,6 +79,9 @@ layer_dense <- function(object, units, activation = NULL, use_bias = TRUE,
 layer_activation <- function(object, activation, ...) {
   if (!missing(object)) force(object)  # name upstream layers first, as Keras does
   dots <- layer_dots(list(...))
+  if (is_activation_function(activation)) {  # an R function (R/layers-activation-functions.R)
+    return(activation_with_function(if (missing(object)) NULL else object, activation, dots))
+  }
   activation <- check_activation(activation)
   layer <- new_layer("Activation", list(activation = activation), dots)
   compose_layer(if (missing(object)) NULL else object, layer)
@@ -141,8 +151,8 @@ check_activation <- function(activation, call = sys.call(-1)) {
   if (is.function(activation)) {
     name <- attr(activation, "mirrored_activation", exact = TRUE)
     if (is.null(name)) {
-      abort_not_yet(c("{.arg activation}: custom activation functions are not supported yet.",
-                      "i" = "Use a name ({.val relu}, ...) or one of mirrored's {.fn activation_relu}, ... functions."),
+      abort_not_yet(c("{.arg activation}: an R function as the activation of this layer is not supported yet ({.fn layer_dense} and {.fn layer_activation} take one).",
+                      "i" = "Use a name ({.val relu}, ...), one of mirrored's {.fn activation_relu}, ... functions, or follow the layer with {.code layer_activation(activation = fn)}."),
                     call = call)
     }
     return(name)

@@ -64,8 +64,8 @@ test_that("activation_*() on symbolic tensors add layers, and work as `activatio
   expect_identical(d$config$activation, "hard_silu")
   expect_identical(layer_dense(units = 3, activation = "swish")$config$activation, "silu")
   expect_identical(layer_activation(activation = activation_mish)$config$activation, "mish")
-  expect_error(layer_dense(units = 3, activation = function(x) x), class = "mirrored_not_yet_error",
-               regexp = "custom activation functions are not supported yet")
+  expect_error(layer_conv_1d(filters = 3, kernel_size = 2, activation = function(x) x),
+               class = "mirrored_not_yet_error", regexp = "R function as the activation of this layer")
   expect_error(layer_dense(units = 3, activation = "swishy"), class = "mirrored_value_error", regexp = "activation")
   expect_error(activation_softmax(matrix(1:4, 2), axis = 1), class = "mirrored_not_yet_error", regexp = "axis")
   expect_error(activation_gelu(1, approximate = TRUE), class = "mirrored_not_yet_error", regexp = "approximate")

@@ -146,9 +146,7 @@ test_that("Registering custom objects (preferred): load_model() needs no custom_
   withr::defer(set_custom_objects(clear = TRUE))
   c(layer_custom, custom_fn, get_model, train_model, test_input) %<-% guide_registered_objects()
 
-  # not yet in mirrored: an R function as a layer's activation
-  expect_error(model <- get_model() |> train_model(), class = "mirrored_not_yet_error")
-  skip("not yet: custom activation functions (layer_dense(activation = custom_fn)); the rest of the section needs them")
+  model <- get_model() |> train_model()
   model |> save_model("custom_model.keras", overwrite = TRUE)
 
   # Now, we can simply load without worrying about our custom objects.
@@ -168,9 +166,7 @@ test_that("Passing custom objects to load_model()", {
   withr::defer(set_custom_objects(clear = TRUE))
   c(layer_custom, custom_fn, get_model, train_model, test_input) %<-% guide_registered_objects()
 
-  # not yet in mirrored: an R function as a layer's activation
-  expect_error(model <- get_model() |> train_model(), class = "mirrored_not_yet_error")
-  skip("not yet: custom activation functions (layer_dense(activation = custom_fn)); the rest of the section needs them")
+  model <- get_model() |> train_model()
 
   # Calling `save_model('my_model.keras')` creates a zip archive `my_model.keras`.
   model |> save_model("custom_model.keras", overwrite = TRUE)
@@ -195,15 +191,6 @@ test_that("Using a custom object scope", {
   withr::defer(set_custom_objects(clear = TRUE))
   c(layer_custom, custom_fn, get_model, train_model, test_input) %<-% guide_registered_objects()
 
-  # not yet in mirrored: an R function as a layer's activation
-  expect_error(model <- get_model() |> train_model(), class = "mirrored_not_yet_error")
-  # In-memory model cloning (the guide clones this model; here one without custom_fn)
-  inputs <- keras_input(shape(4))
-  outputs <- inputs |> layer_custom(0.5) |> layer_dense(1)
-  model <- keras_model(inputs, outputs)
-  new_model <- clone_model(model)
-  expect_equal(length(get_weights(new_model)), length(get_weights(model)))
-  skip("not yet: custom activation functions (layer_dense(activation = custom_fn)); the rest of the section needs them")
   model <- get_model() |> train_model()
   model |> save_model("custom_model.keras", overwrite = TRUE)
 
