@@ -10,6 +10,10 @@
 #'
 #' @inheritParams layer_dense
 #' @param filters Positive integer, the number of output channels.
+#' @param activation Name of the activation (`"relu"`, `"softmax"`, ...; see
+#'   [layer_activation()]), one of the [activations] functions
+#'   (`activation_relu`, ...), or `NULL` (none). An R function is not
+#'   supported here yet: follow the layer with `layer_activation(activation = fn)`.
 #' @param kernel_size The window's size: one positive integer (every spatial
 #'   axis), or one per spatial axis (a vector or list).
 #' @param strides The window's step: one positive integer, or one per axis.
