@@ -127,11 +127,13 @@ with_custom_object_scope <- function(objects, expr) {
 #' Serialize and deserialize Keras objects
 #'
 #' keras3's `serialize_keras_object()` returns the dictionary Keras writes
-#' for a model, layer, optimizer or metric (`module`, `class_name`, `config`,
-#' `registered_name`), as an R list; `deserialize_keras_object()` makes a new
-#' model, layer or optimizer from such a list (fresh weights).
+#' for a model, layer, optimizer, metric, regularizer, constraint or
+#' initializer (`module`, `class_name`, `config`, `registered_name`), as an R
+#' list; `deserialize_keras_object()` makes a new model, layer, optimizer,
+#' regularizer, constraint or initializer from such a list (fresh weights).
 #'
-#' @param obj A model, layer, optimizer or metric.
+#' @param obj A model, layer, optimizer, metric, regularizer, constraint or
+#'   initializer.
 #' @param config A list from `serialize_keras_object()` (or a Keras file's
 #'   entry of that form).
 #' @param custom_objects Named list of custom objects, looked in before the
@@ -140,7 +142,7 @@ with_custom_object_scope <- function(objects, expr) {
 #'   config (a `Lambda` layer's function must be given in `custom_objects`).
 #' @param ... Must be empty.
 #' @returns `serialize_keras_object()`: a named list. `deserialize_keras_object()`:
-#'   a model, layer or optimizer.
+#'   a model, layer, optimizer, regularizer, constraint or initializer.
 #' @family saving functions
 #' @examples
 #' layer <- layer_dense(units = 3, activation = "relu")
@@ -163,7 +165,10 @@ serialize_keras_object <- function(obj) {
     return(list(module = "keras.optimizers", class_name = k$class_name, config = k$config, registered_name = NULL))
   }
   if (inherits(obj, "mirrored_metric")) return(metric_keras_config(obj))
-  abort_not_yet("{.fn serialize_keras_object} takes models, layers, optimizers and metrics so far, not {describe(obj)}.")
+  if (inherits(obj, "mirrored_regularizer")) return(regularizer_keras_config(obj, "obj"))
+  if (inherits(obj, "mirrored_constraint")) return(constraint_keras_config(obj, "obj"))
+  if (inherits(obj, "mirrored_initializer")) return(initializer_keras_config(obj))
+  abort_not_yet("{.fn serialize_keras_object} takes models, layers, optimizers, metrics, regularizers, constraints and initializers so far, not {describe(obj)}.")
 }
 
 #' @rdname serialize_keras_object
@@ -177,5 +182,44 @@ deserialize_keras_object <- function(config, custom_objects = NULL, safe_mode = 
   if (identical(config$module, "keras.optimizers")) {
     return(optimizer_from_keras(config, "config"))
   }
+  if (identical(config$module, "keras.regularizers")) return(regularizer_from_keras(config))
+  if (identical(config$module, "keras.constraints")) return(constraint_from_keras(config))
+  if (identical(config$module, "keras.initializers")) return(initializer_from_keras(config))
   from_config(config[c("class_name", "config")], custom_objects)
+}
+
+# The objects of Keras' serialized regularizers, constraints and
+# initializers (deserialize_keras_object()), checked as their constructors
+# check them.
+regularizer_from_keras <- function(config, call = sys.call(-1)) {
+  ctor <- switch(config$class_name, L1 = regularizer_l1, L2 = regularizer_l2, L1L2 = regularizer_l1_l2,
+                 OrthogonalRegularizer = regularizer_orthogonal, NULL)
+  if (is.null(ctor)) {
+    abort_value("Regularizer class {.val {config$class_name}} is not one mirrored has (L1, L2, L1L2, OrthogonalRegularizer).",
+                call = call)
+  }
+  do.call(ctor, config$config)
+}
+
+constraint_from_keras <- function(config, call = sys.call(-1)) {
+  known <- c("MaxNorm", "MinMaxNorm", "NonNeg", "UnitNorm")
+  if (!config$class_name %in% known) {
+    abort_value("Constraint class {.val {config$class_name}} is not one mirrored has ({.val {known}}).", call = call)
+  }
+  # The config is Keras' (0-based axes), as constraint_keras_config() writes it.
+  cfg <- config$config
+  if (!length(cfg)) cfg <- structure(list(), names = character(0))
+  new_constraint(config$class_name, cfg)
+}
+
+initializer_from_keras <- function(config, call = sys.call(-1)) {
+  cfg <- config$config
+  switch(config$class_name,
+    GlorotUniform = initializer_glorot_uniform(seed = cfg$seed),
+    HeNormal = initializer_he_normal(seed = cfg$seed),
+    Zeros = initializer_zeros(),
+    Ones = initializer_ones(),
+    RandomNormal = initializer_random_normal(mean = cfg$mean %||% 0, stddev = cfg$stddev %||% 0.05, seed = cfg$seed),
+    abort_value("Initializer class {.val {config$class_name}} is not one mirrored has (GlorotUniform, HeNormal, Zeros, Ones, RandomNormal).",
+                call = call))
 }

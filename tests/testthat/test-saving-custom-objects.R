@@ -79,6 +79,19 @@ test_that("serialize_keras_object() and deserialize_keras_object() round-trip", 
   oc <- serialize_keras_object(optimizer_adam(learning_rate = 0.01))
   expect_identical(oc$class_name, "Adam")
   expect_s3_class(deserialize_keras_object(oc), "mirrored_optimizer")
+  # regularizers, constraints and initializers, as Keras writes them
+  for (obj in list(regularizer_l1_l2(0.1, 0.2), regularizer_orthogonal(0.5, "columns"),
+                   constraint_maxnorm(3, axis = 2), constraint_nonneg(),
+                   initializer_random_normal(0.5, 2, seed = 7), initializer_zeros())) {
+    k <- serialize_keras_object(obj)
+    expect_true(k$module %in% c("keras.regularizers", "keras.constraints", "keras.initializers"))
+    back <- deserialize_keras_object(k)
+    expect_identical(class(back), class(obj))
+    expect_equal(serialize_keras_object(back), k)
+  }
+  expect_equal(serialize_keras_object(constraint_maxnorm(3, axis = 2))$config$axis, 1L)  # Keras' 0-based axis
+  expect_error(deserialize_keras_object(list(module = "keras.regularizers", class_name = "L3", config = list())),
+               class = "mirrored_value_error", regexp = "L3")
   expect_error(serialize_keras_object(42), class = "mirrored_not_yet_error")
   expect_error(deserialize_keras_object(list(a = 1)), class = "mirrored_value_error")
   expect_error(deserialize_keras_object(cfg, bogus = 1), class = "mirrored_value_error")
