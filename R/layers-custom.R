@@ -47,9 +47,9 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
       if (!is.null(dtype) && !identical(dtype, "float32")) {
         abort_not_yet("{.fn {fn}}: weights are float32; {.arg dtype} = {.val {dtype}} is not supported yet.", call = NULL)
       }
-      if (!is.null(regularizer) || !is.null(constraint)) {
-        abort_not_yet("{.fn {fn}}: {.arg regularizer} and {.arg constraint} are not supported on custom layers yet.", call = NULL)
-      }
+      # Keras configs the core applies as for a built-in layer's weights.
+      reg <- regularizer_keras_config(regularizer, "regularizer", call = NULL)
+      con <- constraint_keras_config(constraint, "constraint", call = NULL)
       if (!identical(aggregation, "none") && !identical(aggregation, "mean")) {
         abort_not_yet("{.fn {fn}}: {.arg aggregation} = {.val {aggregation}} is not supported yet.", call = NULL)
       }
@@ -63,7 +63,8 @@ CustomLayerBase <- R6::R6Class("mirrored_custom_layer_base",
         check_string(name, "name", call = NULL)
       private$.weights[[index]] <- list(name = wname, shape = dims,
                                         initializer = initializer_keras_config(init),
-                                        trainable = check_bool(trainable, "trainable", call = NULL))
+                                        trainable = check_bool(trainable, "trainable", call = NULL),
+                                        regularizer = reg, constraint = con)
       structure(list(index = index, name = wname, shape = dims), class = "mirrored_weight_handle")
     },
     # keras3's add_loss() in call(): a loss term of the layer's own (an

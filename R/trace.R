@@ -51,6 +51,8 @@ trace_add_weight <- function(ctx, w) {
   entry <- list(name = w$name, shape = I(as.integer(w$shape)))
   if (!is.null(w$initializer)) entry$initializer <- w$initializer
   entry$trainable <- isTRUE(w$trainable %||% TRUE)
+  if (!is.null(w$regularizer)) entry$regularizer <- w$regularizer
+  if (!is.null(w$constraint)) entry$constraint <- w$constraint
   ctx$weights[[length(ctx$weights) + 1L]] <- entry
   traced_tensor(ctx, "weight", length(ctx$weights) - 1L, as.integer(w$shape), w$dtype %||% "float32")
 }

@@ -130,3 +130,31 @@ test_that("models with regularizers and constraints save and load with their con
   expect_equal(back$layers[[4]]$config$activity_regularizer$config, list(l2 = 0.1))
   expect_equal(back$layers[[4]]$config$bias_constraint$class_name, "NonNeg")
 })
+
+test_that("add_weight(regularizer =, constraint =) in a custom layer act as on a built-in layer's weights", {
+  layer_scaled <- Layer("ScaledDense",
+    build = function(input_shape) {
+      self$kernel <- self$add_weight(shape = shape(tail(input_shape, 1), 2), initializer = "ones",
+                                     regularizer = regularizer_l2(0.1), name = "kernel")
+      self$bias <- self$add_weight(shape = shape(2), initializer = "zeros", constraint = constraint_nonneg(),
+                                   name = "bias")
+    },
+    call = function(x) op_matmul(x, self$kernel) + self$bias)
+  inputs <- keras_input(shape = 3)
+  custom <- keras_model(inputs, layer_scaled(inputs))
+  inputs2 <- keras_input(shape = 3)
+  builtin <- keras_model(inputs2, layer_dense(inputs2, 2, kernel_initializer = "ones",
+                                              kernel_regularizer = regularizer_l2(0.1),
+                                              bias_constraint = constraint_nonneg()))
+  x <- matrix(c(0.5, -1, 2, 0.1, 0.3, -0.7, 1.2, 0.4, 0.9, -0.3, 0.6, -1.1), 4, 3)
+  y <- matrix(c(3, -2, 1, 5, -4, 0.5, 2, -1), 4, 2)
+  for (m in list(custom, builtin)) m |> compile(optimizer = optimizer_sgd(learning_rate = 0.1), loss = "mse")
+  # the loss includes 0.1 * sum(kernel^2) = 0.1 * 6
+  w <- get_weights(custom)
+  want <- mean((x %*% w[[1]] + rep(w[[2]], each = 4) - y)^2) + 0.1 * sum(w[[1]]^2)
+  expect_equal(evaluate(custom, x, y, verbose = 0)[["loss"]], want, tolerance = 1e-6)
+  for (m in list(custom, builtin)) fit(m, x, y, batch_size = 4, epochs = 3, shuffle = FALSE, verbose = 0)
+  expect_equal(get_weights(custom), get_weights(builtin), tolerance = 1e-6)
+  expect_true(all(get_weights(custom)[[2]] >= 0))
+  expect_true(any(get_weights(custom)[[2]] == 0))  # the constraint clipped a negative bias
+})

@@ -22,6 +22,7 @@
 
 #include "nn/graph.h"  // align_floats
 #include "nn/layers/layer_util.h"
+#include "nn/regularization.h"
 #include "nn/traced_graph.h"
 
 namespace mr {
@@ -168,7 +169,8 @@ class TracedLayer final : public Layer {
 
   // The graph's "weights" entries: {"name", "shape", "initializer" (a Keras
   // initializer config or name; Keras' add_weight() default glorot_uniform),
-  // "trainable" (default true)}; the shapes are the graph's, checked there.
+  // "trainable" (default true), "regularizer" and "constraint" (Keras
+  // configs, default none)}; the shapes are the graph's, checked there.
   void read_weights(uint64_t seed) {
     if (!graph_json_.contains("weights")) return;
     const Json& ws = graph_json_["weights"];
@@ -192,6 +194,13 @@ class TracedLayer final : public Layer {
                  "' has 'trainable' ", e["trainable"].dump(), "; expected true or false");
         w.trainable = e["trainable"].get<bool>();
       }
+      // add_weight(regularizer =, constraint =): Keras configs, applied by
+      // the step as for a built-in layer's weights (nn/regularization.h).
+      const std::string opt_who = who_ + " weight '" + w.name + "'";
+      if (e.contains("regularizer"))
+        w.options.regularizer = keras_regularizer(e["regularizer"], opt_who + " regularizer");
+      if (e.contains("constraint"))
+        w.options.constraint = keras_constraint(e["constraint"], opt_who + " constraint");
       if (w.trainable) params_numel_.push_back(w.shape.numel());
       weights_.push_back(std::move(w));
     }
