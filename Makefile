@@ -32,10 +32,10 @@ export R_LIBS := $(LIB)$(if $(R_LIBS),:$(R_LIBS))
 
 DEB_PACKAGES := r-base-dev libzip-dev zlib1g-dev libhdf5-dev nlohmann-json3-dev cmake g++ make \
   pkg-config libgtest-dev pandoc libdnnl-dev libgloo-dev graphviz
-R_PACKAGES := Rcpp RcppEigen testthat R6 cli digest zeallot magrittr generics knitr rmarkdown ggplot2 roxygen2 \
+R_PACKAGES := Rcpp RcppEigen testthat R6 cli rlang digest zeallot magrittr generics knitr rmarkdown ggplot2 roxygen2 \
   callr processx png
 # Debian's names for them (r-cran-<lower-case name>).
-R_DEB_PACKAGES := r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-r6 r-cran-cli r-cran-digest r-cran-zeallot r-cran-magrittr \
+R_DEB_PACKAGES := r-cran-rcpp r-cran-rcppeigen r-cran-testthat r-cran-r6 r-cran-cli r-cran-rlang r-cran-digest r-cran-zeallot r-cran-magrittr \
   r-cran-generics r-cran-knitr r-cran-rmarkdown r-cran-ggplot2 r-cran-roxygen2 r-cran-callr \
   r-cran-processx r-cran-png
 

@@ -139,7 +139,15 @@ layer_object <- function(x) {
 }
 
 #' @export
-`$.mirrored_layer_function` <- function(x, name) layer_object(x)[[name]]
+`$.mirrored_layer_function` <- function(x, name) {
+  l <- layer_object(x)
+  # A custom layer's own fields (self$units <- ... in initialize()), as
+  # keras3's layer objects show them.
+  if (inherits(l, "mirrored_traced_layer") && !is.null(l$user) && !exists(name, envir = l, inherits = FALSE)) {
+    return(l$user[[name]])
+  }
+  l[[name]]
+}
 
 #' @export
 `[[.mirrored_layer_function` <- function(x, i, ...) layer_object(x)[[i]]

@@ -116,18 +116,46 @@ trainable_first <- function(specs) {
 }
 
 # A Layer() class's layer re-created from its saved config (Keras'
-# from_config: the class's initialize() takes the config's entries);
+# from_config: the class's initialize() takes the config's entries, or the
+# class's own from_config(config) / from_config(cls, config) makes it,
+# with `cls` (also `__class__` and the class name) the constructor);
 # traced again at its first call, on the shapes of the loaded model.
 custom_layer_from_config <- function(cls_fn, cls, cfg) {
   args <- cfg
   args$mirrored_graph <- NULL
   if (is.list(args$dtype)) args$dtype <- args$dtype$config$name %||% NULL
+  gen <- attr(cls_fn, "generator")
+  ctor <- function(...) new_custom_layer_node(gen, cls, rlang::list2(...))
+  fc <- gen$public_methods$from_config
+  if (!is.function(fc)) return(ctor(!!!args))
+  env <- new.env(parent = environment(fc))
+  env$cls <- ctor
+  env[["__class__"]] <- ctor
+  env[[cls]] <- ctor
+  environment(fc) <- env
+  out <- if ("cls" %in% names(formals(fc))) fc(cls = ctor, config = args) else fc(args)
+  node <- tryCatch(layer_object(out), error = function(e) NULL)
+  if (!inherits(node, "mirrored_layer")) {
+    abort_value("{.fn from_config} of layer class {.cls {cls}} must return a layer (call {.code cls(...)}), not {describe(out)}.",
+                call = NULL)
+  }
+  node
+}
+
+# The node of a new instance of the class of generator `gen` from `args`
+# (positional ones first, then named, as from_config() passes them).
+new_custom_layer_node <- function(gen, cls, args) {
+  init <- gen$public_methods$initialize
+  takes <- if (is.function(init)) names(formals(init)) else "..."
+  nms <- names(args) %||% rep("", length(args))
+  # A positional argument fills its formal even when the config names it
+  # too (Python's config.pop() before cls(sublayer, **config)).
+  positional <- sum(!nzchar(nms))
+  formals_taken <- utils::head(setdiff(takes, "..."), positional)
+  args <- args[!(nzchar(nms) & nms %in% formals_taken)]
   # Keras passes get_config()'s list as it is; mirrored's config also holds
   # the base keys, which an initialize() without `...` (the guides'
   # initialize = function(factor)) cannot take: they are set afterwards.
-  gen <- attr(cls_fn, "generator")
-  init <- gen$public_methods$initialize
-  takes <- if (is.function(init)) names(formals(init)) else "..."
   late <- list()
   if (!"..." %in% takes) {
     base <- setdiff(intersect(names(args), c("name", "trainable", "dtype")), takes)
@@ -141,7 +169,9 @@ custom_layer_from_config <- function(cls_fn, cls, cfg) {
 }
 
 # A custom layer's config: the base keys (name, trainable, dtype), then
-# what the user's get_config() adds (Keras' layout for a custom class).
+# what the user's get_config() adds (Keras' layout for a custom class),
+# Keras objects in it (layers, regularizers, ...) serialized as Keras'
+# serialize_keras_object() writes them.
 custom_layer_config <- function(u) {
   base <- list(name = u$name, trainable = !identical(u$trainable, FALSE))
   dt <- layer_dtype_config(u$dtype, "Layer", call = NULL)
@@ -152,7 +182,27 @@ custom_layer_config <- function(u) {
                 call = NULL)
   }
   user$mirrored_graph <- NULL
+  for (nm in names(user)) {
+    if (!is.null(user[[nm]])) user[[nm]] <- config_json_value(user[[nm]], class(u)[1], nm)
+  }
   utils::modifyList(base, user, keep.null = TRUE)
+}
+
+# A get_config() value as JSON can hold it: numbers, strings, logicals and
+# lists as they are, shapes as their dims, Keras objects serialized.
+config_json_value <- function(v, cls, key) {
+  if (inherits(v, "keras_shape")) return(as.integer(v))
+  if (is.atomic(v) && !is.object(v)) return(v)
+  if (is.list(v) && !is.object(v)) {
+    out <- lapply(v, config_json_value, cls = cls, key = key)
+    return(if (length(out)) out else v)
+  }
+  k <- tryCatch(serialize_keras_object(v), mirrored_not_yet_error = function(e) NULL)
+  if (is.null(k)) {
+    abort_value("{.fn get_config} of layer class {.cls {cls}} returns {describe(v)} in {.field {key}}: a config holds numbers, strings, lists and Keras objects (layers, regularizers, ...).",
+                call = NULL)
+  }
+  k
 }
 
 # Runs the user's call() with every weight handle in its fields (public and

@@ -185,6 +185,13 @@ deserialize_keras_object <- function(config, custom_objects = NULL, safe_mode = 
   if (identical(config$module, "keras.regularizers")) return(regularizer_from_keras(config))
   if (identical(config$module, "keras.constraints")) return(constraint_from_keras(config))
   if (identical(config$module, "keras.initializers")) return(initializer_from_keras(config))
+  # A custom class registered under another name than its class
+  # (register_keras_serializable(name =)): found by its registered name.
+  reg <- config$registered_name
+  if (is.character(reg) && length(reg) == 1 && is.null(custom_objects[[config$class_name]])) {
+    obj <- get_registered_object(reg, custom_objects)
+    if (!is.null(obj)) custom_objects <- c(custom_objects, stats::setNames(list(obj), config$class_name))
+  }
   from_config(config[c("class_name", "config")], custom_objects)
 }
 

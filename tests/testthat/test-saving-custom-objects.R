@@ -96,3 +96,14 @@ test_that("serialize_keras_object() and deserialize_keras_object() round-trip", 
   expect_error(deserialize_keras_object(list(a = 1)), class = "mirrored_value_error")
   expect_error(deserialize_keras_object(cfg, bogus = 1), class = "mirrored_value_error")
 })
+
+test_that("a custom layer's get_config() holding what JSON cannot is a classed error naming the key", {
+  layer_holds_fn <- Layer("HoldsFn",
+    initialize = function(f = identity, ...) {
+      super$initialize(...)
+      self$f <- f
+    },
+    call = function(x) x,
+    get_config = function() list(f = self$f))
+  expect_error(layer_holds_fn(), class = "mirrored_value_error", regexp = "returns a function in")
+})

@@ -77,11 +77,11 @@ TracedGraph::TracedGraph(const Json& g, bool fuse_unary_chains) {
   }
   if (g.contains("weights"))
     for (size_t i = 0; i < g["weights"].size(); ++i)
-      weights_.push_back(
-          parse_shape(entry_shape(g["weights"][i], {"name", "shape", "initializer", "trainable",
-                                                      "regularizer", "constraint"},
-                                  "traced graph weight " + std::to_string(i)),
-                      false, "traced graph weight " + std::to_string(i)));
+      weights_.push_back(parse_shape(
+          entry_shape(g["weights"][i],
+                      {"name", "shape", "initializer", "trainable", "regularizer", "constraint"},
+                      "traced graph weight " + std::to_string(i)),
+          false, "traced graph weight " + std::to_string(i)));
   if (g.contains("constants"))
     for (size_t i = 0; i < g["constants"].size(); ++i) {
       const Json& c = g["constants"][i];
