@@ -75,15 +75,10 @@ LayerNode <- R6::R6Class("mirrored_layer",
       if (missing(value)) return(!identical(self$config$trainable, FALSE))
       self$config$trainable <- check_trainable_value(value, call = NULL)
     },
-    weights = function() layer_weight_values(self)$values,
-    trainable_weights = function() {
-      w <- layer_weight_values(self)
-      w$values[w$trainable]
-    },
-    non_trainable_weights = function() {
-      w <- layer_weight_values(self)
-      w$values[!w$trainable]
-    },
+    # Variable objects (R/variables.R); get_weights() gives the arrays.
+    weights = function() layer_variables(self),
+    trainable_weights = function() layer_variables(self, "trainable"),
+    non_trainable_weights = function() layer_variables(self, "non_trainable"),
     output = function() {
       if (is.null(self$last_output)) abort_value("Layer {.val {self$name}} has never been called: it has no output.", call = NULL)
       self$last_output

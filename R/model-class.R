@@ -87,8 +87,9 @@ MirroredModel <- R6::R6Class("mirrored_model",
       x <- self$outputs
       if (length(x) == 1) x[[1]] else x
     },
-    trainable_weights = function() self$get_weights()[model_weight_trainable(self)],
-    non_trainable_weights = function() self$get_weights()[!model_weight_trainable(self)],
+    # Variable objects (R/variables.R); get_weights() gives the arrays.
+    trainable_weights = function() model_variables(self)[model_weight_trainable(self)],
+    non_trainable_weights = function() model_variables(self)[!model_weight_trainable(self)],
     # Each layer once (a shared layer's later calls are not listed again).
     # A nested model is one entry.
     layers = function(value) {
@@ -101,7 +102,7 @@ MirroredModel <- R6::R6Class("mirrored_model",
     output_names = function() model_output_names(self),
     input_shape = function() private$.graph$nodes[[private$.graph$inputs[1] + 1]]$shape,
     output_shape = function() private$.graph$nodes[[private$.graph$outputs[1] + 1]]$shape,
-    weights = function() self$get_weights()
+    weights = function() model_variables(self)
   ),
   private = list(
     .graph = NULL,

@@ -196,7 +196,8 @@ test_that("get_layer(), layer weights and set_weights() read and write the model
   h <- get_layer(model, "h")
   w <- get_weights(model)
   expect_identical(h$get_weights(), w[1:2])
-  expect_identical(h$weights, w[1:2])
+  expect_identical(lapply(h$weights, function(v) v$numpy()), w[1:2])
+  expect_equal(vapply(h$weights, function(v) v$path, ""), c("h/kernel", "h/bias"))
   expect_identical(dim(h$get_weights()[[1]]), c(3L, 2L))  # in_dim x units
   bn <- get_layer(model, "bn")
   expect_length(bn$trainable_weights, 2)

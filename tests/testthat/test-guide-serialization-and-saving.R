@@ -385,7 +385,6 @@ test_that("freeze_weights() of a nested layer keeps the order of the variables",
     layer_nested_dense(10, "nested")
 
   expect_length(get_weights(nested_model), 4)
-  skip("not yet: model$weights as variable objects (v$path)")
   (variable_names <- sapply(nested_model$weights, \(v) v$path))
 
   out <- capture.output(cat("\nChanging trainable status of one of the nested layers...\n"))
