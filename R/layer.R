@@ -121,6 +121,10 @@ make_layer_function <- function(layer) {
     # keras3: a layer called on a sequential model is added to it.
     if (inherits(inputs, "mirrored_sequential")) return(compose_layer(inputs, layer, call = call))
     if (is_traced_input(inputs)) return(traced_sublayer_call(layer, inputs, training, call))
+    trace_ctx <- current_layer_trace()  # an R array inside a custom layer's traced call()
+    if (!is.null(trace_ctx) && (is.numeric(inputs) || is.logical(inputs)) && !is.object(inputs)) {
+      return(traced_sublayer_call(layer, trace_add_constant(trace_ctx, inputs), training, call))
+    }
     if (is_eager_input(inputs)) return(eager_layer_call(layer, inputs, training, call))
     call_layer(layer, inputs, training = training, call = call)
   }

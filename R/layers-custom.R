@@ -145,7 +145,7 @@ print.mirrored_weight_handle <- function(x, ...) {
 #'
 #' `call()` can call layers the instance holds (`self$proj <-
 #' layer_dense(units = 32)` in `initialize()`, `self$proj(x)` in `call()`):
-#' Dense, Dropout, LayerNormalization (over the last axis), Activation,
+#' Dense, Dropout, Embedding, LayerNormalization (over the last axis), Activation,
 #' Flatten, Reshape and other custom `Layer()`s are
 #' written into the same graph, built at their first call, and their
 #' weights become the custom layer's, after its own (Keras' order); a layer

@@ -5,7 +5,7 @@
 # graph's weights, after the custom layer's own: Keras' order for a layer's
 # weights (its own trainable, its own non-trainable, then each sub-layer's).
 # A sub-layer called twice (a loop over time steps) reuses its weights. The
-# built-in layers written so are Dense, Dropout (in training steps only),
+# built-in layers written so are Dense, Dropout (in training steps only), Embedding,
 # LayerNormalization (last axis), Activation, Flatten and Reshape, and
 # another custom Layer() (its build() and call() run inside the outer
 # trace); any other layer, or a model, is a mirrored_not_yet_error naming
@@ -48,13 +48,30 @@ traced_sublayer_call <- function(layer, x, training, call) {
     LayerNormalization = traced_layer_norm(ctx, obj, cfg, x, what),
     Activation = traced_activation(x, cfg$activation, ctx, what),
     Dropout = traced_dropout(ctx, cfg, x, training),
+    Embedding = traced_embedding(ctx, obj, cfg, x, what),
     Flatten = op_reshape(x, c(NA, prod(x$shape[-1]))),
     Reshape = op_reshape(x, c(NA, as.integer(unlist(cfg$target_shape)))),
     trace_abort(ctx, paste0(
-      what, " cannot be called inside a custom layer's call() yet (Dense, Dropout, LayerNormalization, ",
+      what, " cannot be called inside a custom layer's call() yet (Dense, Dropout, Embedding, LayerNormalization, ",
       "Activation, Flatten, Reshape and custom Layer()s can): apply it to the custom layer's output in the model, ",
       "or write it with op_* functions."), kind = "not_yet")
   )
+}
+
+# Keras' Embedding: the rows of its table ("embeddings", input_dim x
+# output_dim) at the (0-based) ids of `x`, a "take" node (an index out of
+# range is an error, as the built-in layer's).
+traced_embedding <- function(ctx, obj, cfg, x, what) {
+  if (isTRUE(cfg$mask_zero)) {
+    trace_abort(ctx, paste0(what, ": mask_zero = TRUE needs masks, which come with the next layers."), kind = "not_yet")
+  }
+  check_no_weight_options(ctx, cfg, c("embeddings_regularizer", "activity_regularizer", "embeddings_constraint"), what)
+  trainable <- !identical(cfg$trainable, FALSE)
+  w <- sublayer_weights(ctx, obj, function() {
+    list(list(name = "embeddings", shape = c(as.integer(cfg$input_dim), as.integer(cfg$output_dim)),
+              initializer = cfg$embeddings_initializer, trainable = trainable))
+  })$tensors
+  trace_record(ctx, "take", list(w$embeddings, x), list(axis = 0L), "float32")
 }
 
 # Keras' Dropout: one "dropout" node, which drops (and scales the kept

@@ -14,7 +14,7 @@
 #' save): mirrored traces its `call()` once, at the model's first use (a
 #' call on an array, fit, predict), on the inputs' shape, into a graph its
 #' core runs and differentiates, as for a [Layer()] class -- the same rules
-#' hold (Dense, Dropout, LayerNormalization, Activation, Flatten, Reshape
+#' hold (Dense, Dropout, Embedding, LayerNormalization, Activation, Flatten, Reshape
 #' and custom layers can be called in `call()`; other layers are a `mirrored_not_yet_error`). The model
 #' holds that traced layer: `summary()` shows it as one layer of the class,
 #' and a saved file records it as a custom layer in a Sequential model.

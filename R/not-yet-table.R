@@ -404,7 +404,6 @@ op_subset | x, ... | surface
 op_subset_set | x, ..., value | surface
 op_svd | x, full_matrices = TRUE, compute_uv = TRUE | surface
 op_switch | index, branches, ... | surface
-op_take | x, indices, axis = NULL, zero_indexed = FALSE | surface
 op_tan | x | surface
 op_top_k | x, k, sorted = TRUE, zero_indexed = FALSE | surface
 op_trunc | x | surface

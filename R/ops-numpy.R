@@ -343,6 +343,34 @@ op_take_along_axis <- function(x, indices, axis = NULL, zero_indexed = FALSE) {
   }, call)
 }
 
+#' @rdname op_argmax
+#' @export
+op_take <- function(x, indices, axis = NULL, zero_indexed = FALSE) {
+  call <- sys.call()
+  axis <- as_op_axis(axis, call = call, multiple = FALSE)
+  zero_indexed <- check_bool(zero_indexed, "zero_indexed", call = call)
+  if (!is.null(axis) && axis != 0L) {
+    abort_not_yet("{.fn op_take} along another axis than the first is not supported yet: take rows (axis = 1) of a transposed {.arg x} ({.fn op_transpose}).",
+                  call = call)
+  }
+  if (!zero_indexed && !is_traced_tensor(indices) && is.numeric(indices)) {
+    indices[!is.na(indices) & indices > 0] <- indices[!is.na(indices) & indices > 0] - 1L
+    zero_indexed <- TRUE
+  }
+  op_run(list(x = x, indices = indices), function(a) {
+    ctx <- a$x$ctx
+    src <- a$x
+    if (tt_batched(src)) {
+      abort_not_yet("{.fn op_take} of a batched tensor {.arg x} is not supported yet: {.arg x} is a table (a weight or an R array) whose rows are taken.",
+                    call = call)
+    }
+    idx <- a$indices
+    if (!zero_indexed) idx <- op_from_r_index_(idx)
+    if (is.null(axis)) src <- trace_record(ctx, "reshape", list(src), list(shape = I(-1L)), src$dtype)
+    trace_record(ctx, "take", list(src, idx), list(axis = 0L), a$x$dtype)
+  }, call)
+}
+
 # keras3's as_py_index() on a tensor: where(i > 0, i - 1, i).
 op_from_r_index_ <- function(i) {
   ctx <- i$ctx

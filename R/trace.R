@@ -203,8 +203,13 @@ format_user_call <- function(cl, sr) {
 trace_function <- function(fn, inputs, weights = list(), what, call, owner = NULL) {
   ctx <- new_trace_context(what = what, fn = fn, eager = FALSE, call = call)
   # The custom layer whose call() is traced: layers it calls add their
-  # weights to the graph (R/layers-traced-sublayers.R).
+  # weights to the graph (R/layers-traced-sublayers.R), also when they are
+  # called on R arrays there (current_layer_trace()).
   ctx$owner <- owner
+  if (!is.null(owner)) {
+    layer_traces$stack <- c(layer_traces$stack, list(ctx))
+    on.exit(layer_traces$stack <- utils::head(layer_traces$stack, -1L), add = TRUE)
+  }
   ctx$sublayers <- list()
   xs <- lapply(inputs, function(i) trace_add_input(ctx, i$shape, i$dtype %||% "float32"))
   ws <- lapply(weights, function(w) {
@@ -262,4 +267,16 @@ trace_base_error <- function(ctx, e) {
     conditionMessage(e)
   }
   trace_abort(ctx, why, cond_call = cl)
+}
+
+# The custom layers' call()s being traced, innermost last: a layer called
+# on an R array inside one (positions from op_arange() fed to an
+# Embedding) is written into that trace with the array as a constant, not
+# run eagerly with weights of its own.
+layer_traces <- new.env(parent = emptyenv())
+layer_traces$stack <- list()
+
+current_layer_trace <- function() {
+  n <- length(layer_traces$stack)
+  if (n) layer_traces$stack[[n]] else NULL
 }

@@ -285,3 +285,37 @@ test_that("a LayerNormalization sub-layer normalizes the last axis as Keras does
   set_weights(ref, get_weights(model))
   expect_equal(predict(ref, x, verbose = 0), predict(model, x, verbose = 0), tolerance = 1e-5)
 })
+
+# keras3's text examples' TokenAndPositionEmbedding: two Embeddings, the
+# positions from op_arange() (an R array inside the traced call()).
+layer_token_and_position <- Layer("TokenAndPositionEmbedding",
+  initialize = function(maxlen, vocab_size, embed_dim, ...) {
+    super$initialize(...)
+    self$maxlen <- maxlen
+    self$token_emb <- layer_embedding(input_dim = vocab_size, output_dim = embed_dim)
+    self$pos_emb <- layer_embedding(input_dim = maxlen, output_dim = embed_dim)
+  },
+  call = function(x) {
+    positions <- op_arange(0, self$maxlen - 1)  # keras3 1.5: the end is included
+    self$token_emb(x) + self$pos_emb(positions)
+  })
+
+test_that("Embedding sub-layers look up rows of their tables, also on R arrays, and train them", {
+  inputs <- keras_input(shape = 4, dtype = "int32")
+  model <- keras_model(inputs, layer_token_and_position(inputs, maxlen = 4, vocab_size = 6, embed_dim = 3))
+  w <- get_weights(model)
+  expect_equal(lapply(w, dim), list(c(6L, 3L), c(4L, 3L)))
+  ids <- matrix(c(0L, 5L, 2L, 2L, 1L, 0L, 3L, 4L), 2, 4, byrow = TRUE)
+  want <- array(0, c(2, 4, 3))
+  for (b in 1:2) for (t in 1:4) want[b, t, ] <- w[[1]][ids[b, t] + 1, ] + w[[2]][t, ]
+  expect_equal(predict(model, ids, verbose = 0), want, tolerance = 1e-6)
+  # one SGD step on mean(y): every looked-up row moves by lr * its count / (2 * 4 * 3)
+  model |> compile(optimizer = optimizer_sgd(learning_rate = 1), loss = function(y_true, y_pred) op_mean(y_pred))
+  fit(model, ids, array(0, c(2, 4, 3)), batch_size = 2, epochs = 1, shuffle = FALSE, verbose = 0)
+  got <- get_weights(model)
+  counts <- tabulate(as.vector(ids) + 1L, 6)
+  expect_equal(got[[1]], w[[1]] - counts / 24, tolerance = 1e-6, ignore_attr = TRUE)
+  expect_equal(got[[2]], w[[2]] - 2 / 24, tolerance = 1e-6, ignore_attr = TRUE)
+  # an id out of the table is an error, not a read out of bounds
+  expect_error(predict(model, matrix(c(0L, 6L, 0L, 0L), 1), verbose = 0), class = "mirrored_error", regexp = "6")
+})

@@ -89,3 +89,12 @@ test_that("reductions', shape ops' and products' gradients match finite differen
   c2 <- array(c(1, -0.5, 0.2, 0.8, 0.3, -1), c(2, 2, 3))
   expect_grad_fd(op_matmul, b, c2)
 })
+
+test_that("op_take takes rows (1-based, or zero_indexed) and flattens x without an axis", {
+  m <- matrix(1:6, 3)
+  expect_equal(op_take(m, c(3, 1), axis = 1), rbind(c(3, 6), c(1, 4)))
+  expect_equal(op_take(m, c(2L, 0L), axis = 1, zero_indexed = TRUE), rbind(c(3, 6), c(1, 4)))
+  expect_equal(op_take(m, c(1, 6)), c(1, 6))
+  expect_error(op_take(m, 1, axis = 2), class = "mirrored_not_yet_error")
+  expect_error(op_take(m, 4, axis = 1), class = "mirrored_error")
+})

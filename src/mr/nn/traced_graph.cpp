@@ -413,6 +413,7 @@ void TracedGraph::infer_node(int index, Node& nd, const std::vector<ValueShape>&
     case TracedKind::concatenate:
     case TracedKind::cast:
     case TracedKind::slice:
+    case TracedKind::take:
       infer_index_node(index, nd, ops, j);
       break;
     case TracedKind::dropout: {
@@ -527,6 +528,7 @@ bool TracedGraph::grad_flows(const Node& nd, size_t k) const {
     case TracedKind::where:
       return k >= 1;
     case TracedKind::take_along_axis:
+    case TracedKind::take:
       return k == 0;
     case TracedKind::cast:  // straight through for float16 / bfloat16 (TF)
       return nd.sub == static_cast<int>(CastOp::float16) ||

@@ -15,6 +15,9 @@
 //                    for the integer and bool dtypes.
 //   slice            a strided_copy of the box; the VJP is zeros with the
 //                    output gradient copied into the box.
+//   take             Backend::embedding_forward (indices checked there); the
+//                    VJP is embedding_backward, a scatter-add in index
+//                    order; none to the indices.
 #include <utility>
 #include <vector>
 
@@ -86,6 +89,11 @@ void TracedGraph::run_index_forward(Backend& be, const Ptrs& p, const Node& nd) 
   float* y = value_ptr(p, Ref{RefKind::node, index});
   auto in = [&](size_t k) { return value_ptr(p, nd.in[k]); };
   switch (static_cast<TracedKind>(nd.kind)) {
+    case TracedKind::take: {
+      const int64_t n = nd.m * (nd.shape.batched ? rows : 1);
+      be.embedding_forward(n, nd.k, nd.n, in(1), in(0), y);
+      break;
+    }
     case TracedKind::one_hot: {
       const traced::View3 v = view_at(nd, rows);
       be.one_hot(v.outer, v.extent, v.inner, in(0), y);
@@ -160,6 +168,13 @@ void TracedGraph::run_index_backward(Backend& be, const Ptrs& p, const Node& nd)
     }
   };
   switch (static_cast<TracedKind>(nd.kind)) {
+    case TracedKind::take: {
+      const int64_t n = nd.m * (nd.shape.batched ? rows : 1);
+      contribute(0, [&](float* dx) {
+        be.embedding_backward(n, nd.k, nd.n, value_ptr(p, nd.in[1]), dy, dx);
+      });
+      break;
+    }
     case TracedKind::take_along_axis: {
       const float* ix = nd.bcast_i ? idx_ptr(p, nd) : value_ptr(p, nd.in[1]);
       const traced::View3 v = view_at(nd, rows);

@@ -28,7 +28,8 @@ enum class TracedKind {
   concatenate,  // also stack (a new axis of extent 1 per operand)
   cast,         // sub: CastOp; float32 / float64 are views
   slice,
-  dropout  // Keras' Dropout: drops while training only (traced_random_ops.cpp)
+  dropout,  // Keras' Dropout: drops while training only (traced_random_ops.cpp)
+  take      // rows of an unbatched table by indices (Keras' take, axis 0; an embedding lookup)
 };
 
 // kind < 0: no such op. sub: the UnaryOp / BinaryOp / ReduceOp / SoftmaxOp.

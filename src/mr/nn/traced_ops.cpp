@@ -39,6 +39,7 @@ TracedOpInfo traced_op_info(const std::string& op) {
   if (op == "cast") return {static_cast<int>(TracedKind::cast), 0};
   if (op == "slice") return {static_cast<int>(TracedKind::slice), 0};
   if (op == "dropout") return {static_cast<int>(TracedKind::dropout), 0};
+  if (op == "take") return {static_cast<int>(TracedKind::take), 0};
   return {};
 }
 
@@ -66,6 +67,7 @@ std::vector<std::string> traced_op_attrs(TracedKind kind, const std::string& op)
       return {"axis", "keepdims"};
     case TracedKind::take_along_axis:
     case TracedKind::concatenate:
+    case TracedKind::take:
       return {"axis"};
     case TracedKind::cast:
       return {"dtype"};
@@ -241,6 +243,7 @@ void TracedGraph::run_forward(Backend& be, const Ptrs& p, const Node& nd) const 
     case TracedKind::concatenate:
     case TracedKind::cast:
     case TracedKind::slice:
+    case TracedKind::take:
       run_index_forward(be, p, nd);
       break;
     case TracedKind::dropout:
@@ -378,6 +381,7 @@ void TracedGraph::run_backward(Backend& be, const Ptrs& p, const Node& nd) const
     case TracedKind::concatenate:
     case TracedKind::cast:
     case TracedKind::slice:
+    case TracedKind::take:
       run_index_backward(be, p, nd);
       break;
     case TracedKind::dropout:

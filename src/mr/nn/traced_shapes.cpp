@@ -117,6 +117,27 @@ void TracedGraph::infer_index_node(int index, Node& nd, const std::vector<ValueS
         nd.shape.dims.erase(nd.shape.dims.begin() + a);
       break;
     }
+    case TracedKind::take: {
+      // Rows of table x (unbatched, rows along axis 0) by indices of any
+      // shape: the output is the indices' shape followed by x's other axes.
+      arity(2);
+      const ValueShape& x = ops[0];
+      const ValueShape& ix = ops[1];
+      if (int_attr(c, j, "axis", true, 0) != 0)
+        node_fail(ErrorKind::value, c, "take is supported along axis 0 of the table only");
+      if (x.batched || x.dims.empty())
+        node_fail(ErrorKind::value, c,
+                  "the table of take must be a weight or constant of rank >= 1 ",
+                  "(rows along axis 0), not a value of shape ", dims_str(x));
+      nd.k = x.dims[0];                    // rows of the table
+      nd.n = prod(x, 1, x.dims.size());    // floats per row
+      nd.m = prod(ix, 0, ix.dims.size());  // indices per row of the batch (or in all)
+      nd.shape.batched = ix.batched;
+      nd.shape.dims = ix.dims;
+      nd.shape.dims.insert(nd.shape.dims.end(), x.dims.begin() + 1, x.dims.end());
+      check_rank(c, nd.shape.dims.size());
+      break;
+    }
     case TracedKind::take_along_axis: {
       arity(2);
       const ValueShape& x = ops[0];
