@@ -78,6 +78,26 @@ mark_active <- function(x) {
   x
 }
 
+# The members of a user class (Layer(), Loss(), Metric()): its named
+# methods (NULL ones left out; each must be a function), `...` and
+# `public`, every one named, `self` dropped from their formals (keras3
+# allows it first), split into list(public, active) as below. `kind`
+# ("layer", ...) names the class in errors.
+class_members <- function(kind, classname, methods, dots, public, active = list(), call = sys.call(-1)) {
+  methods <- Filter(Negate(is.null), methods)
+  for (m in names(methods)) {
+    if (!is.function(methods[[m]])) {
+      abort_value("{.arg {m}} of {kind} class {.cls {classname}} must be a function, not {describe(methods[[m]])}.",
+                  call = call)
+    }
+  }
+  members <- c(methods, dots, public)
+  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
+    abort_value("Every member of {kind} class {.cls {classname}} must be named.", call = call)
+  }
+  split_active_members(lapply(members, drop_self_formal), active)
+}
+
 # A class's members split into list(public, active): the members marked by
 # active_property() join the class's `active` list (unmarked there).
 split_active_members <- function(members, active = list()) {

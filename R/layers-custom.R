@@ -194,20 +194,9 @@ Layer <- function(classname, initialize = NULL, call = NULL, build = NULL, get_c
                   public = list(), private = list(), active = list(), parent_env = parent.frame()) {
   fn_call <- sys.call()
   classname <- check_string(classname, "classname", call = fn_call)
-  methods <- Filter(Negate(is.null), list(initialize = initialize, call = call, build = build,
-                                          get_config = get_config))
-  for (m in names(methods)) {
-    if (!is.function(methods[[m]])) {
-      abort_value("{.arg {m}} of layer class {.cls {classname}} must be a function, not {describe(methods[[m]])}.",
-                  call = fn_call)
-    }
-  }
-  members <- c(methods, list(...), public)
-  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
-    abort_value("Every member of layer class {.cls {classname}} must be named.", call = fn_call)
-  }
-  members <- lapply(members, drop_self_formal)
-  parts <- split_active_members(members, active)
+  parts <- class_members("layer", classname, list(initialize = initialize, call = call, build = build,
+                                                  get_config = get_config),
+                         list(...), public, active, call = fn_call)
   members <- parts$public
   active <- parts$active
   # R6 evaluates `inherit` in parent_env, which is the user's: hand it the

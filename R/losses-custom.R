@@ -238,12 +238,7 @@ Loss <- function(classname, call = NULL, ..., public = list(), private = list(),
                  parent_env = parent.frame()) {
   fn_call <- sys.call()
   classname <- check_string(classname, "classname", call = fn_call)
-  members <- c(Filter(Negate(is.null), list(call = call)), list(...), public)
-  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
-    abort_value("Every member of loss class {.cls {classname}} must be named.", call = fn_call)
-  }
-  members <- lapply(members, drop_self_formal)
-  parts <- split_active_members(members, active)
+  parts <- class_members("loss", classname, list(call = call), list(...), public, active, call = fn_call)
   members <- parts$public
   active <- parts$active
   gen <- do.call(R6::R6Class, list(classname, inherit = LossBase, public = members,

@@ -287,19 +287,9 @@ Metric <- function(classname, initialize = NULL, update_state = NULL, result = N
     abort_not_yet("{.arg inherit} of {.fn Metric} is not supported yet: a metric class derives from the base Metric.",
                   call = fn_call)
   }
-  methods <- Filter(Negate(is.null), list(initialize = initialize, update_state = update_state, result = result))
-  for (m in names(methods)) {
-    if (!is.function(methods[[m]])) {
-      abort_value("{.arg {m}} of metric class {.cls {classname}} must be a function, not {describe(methods[[m]])}.",
-                  call = fn_call)
-    }
-  }
-  members <- c(methods, list(...), public)
-  if (length(members) && (is.null(names(members)) || any(names(members) == ""))) {
-    abort_value("Every member of metric class {.cls {classname}} must be named.", call = fn_call)
-  }
-  members <- lapply(members, drop_self_formal)
-  parts <- split_active_members(members)
+  parts <- class_members("metric", classname,
+                         list(initialize = initialize, update_state = update_state, result = result),
+                         list(...), public, call = fn_call)
   gen <- do.call(R6::R6Class, list(classname, inherit = CustomMetricBase, public = parts$public,
                                    private = if (length(private)) private,
                                    active = if (length(parts$active)) parts$active,

@@ -325,8 +325,7 @@ op_take_along_axis <- function(x, indices, axis = NULL, zero_indexed = FALSE) {
   axis <- as_op_axis(axis, call = call, multiple = FALSE)
   zero_indexed <- check_bool(zero_indexed, "zero_indexed", call = call)
   if (!zero_indexed && !is_traced_tensor(indices) && is.numeric(indices)) {
-    # keras3's as_py_index(): positive indices count from 1, others stay.
-    indices[!is.na(indices) & indices > 0] <- indices[!is.na(indices) & indices > 0] - 1L
+    indices <- r_index_values(indices)
     zero_indexed <- TRUE
   }
   op_run(list(x = x, indices = indices), function(a) {
@@ -354,7 +353,7 @@ op_take <- function(x, indices, axis = NULL, zero_indexed = FALSE) {
                   call = call)
   }
   if (!zero_indexed && !is_traced_tensor(indices) && is.numeric(indices)) {
-    indices[!is.na(indices) & indices > 0] <- indices[!is.na(indices) & indices > 0] - 1L
+    indices <- r_index_values(indices)
     zero_indexed <- TRUE
   }
   op_run(list(x = x, indices = indices), function(a) {
@@ -369,6 +368,13 @@ op_take <- function(x, indices, axis = NULL, zero_indexed = FALSE) {
     if (is.null(axis)) src <- trace_record(ctx, "reshape", list(src), list(shape = I(-1L)), src$dtype)
     trace_record(ctx, "take", list(src, idx), list(axis = 0L), a$x$dtype)
   }, call)
+}
+
+# keras3's as_py_index() on R numbers: positive indices count from 1, others stay.
+r_index_values <- function(i) {
+  pos <- !is.na(i) & i > 0
+  i[pos] <- i[pos] - 1L
+  i
 }
 
 # keras3's as_py_index() on a tensor: where(i > 0, i - 1, i).
