@@ -63,6 +63,12 @@ LayerNode <- R6::R6Class("mirrored_layer",
       if (!is.list(input_shapes)) input_shapes <- list(input_shapes)
       as.integer(self$spec(input_shapes, call = call)$output_shape)
     },
+    # keras3's compute_output_shape(input_shape): the full output shape
+    # (batch axis first, NA) for a full input shape, or a list of them.
+    compute_output_shape = function(input_shape) {
+      call <- sys.call()
+      shape(NA, self$output_shape(build_sample_shapes(input_shape, call), call = call))
+    },
     print = function(...) {
       cat("<", self$class_name, " name=", self$name, ">\n", sep = "")
       invisible(self)

@@ -93,6 +93,17 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
         abort_kind("shape", "{.val {self$name}}: {what} must return a tensor that keeps the batch axis first; it returned shape {format(shape(out))}.",
                    call = call)
       }
+      # A class's own compute_output_shape() must say what call() gives
+      # (Keras builds the symbolic output from it).
+      cos <- if (!is.null(self$user)) self$user$compute_output_shape
+      if (is.function(cos)) {
+        declared <- tryCatch(as.integer(shape(cos(if (length(shapes) == 1) shape(NA, shapes[[1]]) else
+          lapply(shapes, function(s) shape(NA, s))))), error = function(e) NULL)
+        if (!is.null(declared) && !identical(declared[-1], as.integer(out[-1]))) {
+          abort_kind("shape", "{.val {self$name}}: {.fn compute_output_shape} of layer class {.cls {self$class_name}} gives {format(shape(declared))}, but its {.fn call} returns {format(shape(out))}.",
+                     call = call)
+        }
+      }
       want <- self$lambda$output_shape
       if (!is.null(want) && !identical(as.integer(want), as.integer(out[-1]))) {
         abort_kind("shape", "{.val {self$name}}: {.arg output_shape} is {format(shape(want))} but the function returns {format(shape(out[-1]))} per sample.",

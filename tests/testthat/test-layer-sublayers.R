@@ -319,3 +319,19 @@ test_that("Embedding sub-layers look up rows of their tables, also on R arrays, 
   # an id out of the table is an error, not a read out of bounds
   expect_error(predict(model, matrix(c(0L, 6L, 0L, 0L), 1), verbose = 0), class = "mirrored_error", regexp = "6")
 })
+
+test_that("compute_output_shape(): built-in layers answer it, and a class's own must match its call()", {
+  d <- layer_dense(units = 3)
+  expect_equal(as.integer(d$compute_output_shape(shape(NA, 5))), c(NA, 3L))
+  expect_equal(as.integer(layer_flatten()$compute_output_shape(shape(NULL, 2, 4))), c(NA, 8L))
+  layer_ok <- Layer("Doubling",
+    call = function(x) op_concatenate(list(x, x), axis = -1),
+    compute_output_shape = function(input_shape) shape(NA, 2 * tail(as.integer(input_shape), 1)))
+  inputs <- keras_input(shape = 3)
+  expect_equal(as.integer(shape(layer_ok(inputs))), c(NA, 6L))
+  layer_wrong <- Layer("Wrong",
+    call = function(x) x,
+    compute_output_shape = function(input_shape) shape(NA, 7))
+  expect_error(layer_wrong(keras_input(shape = 3)), class = "mirrored_shape_error",
+               regexp = "compute_output_shape")
+})
