@@ -239,6 +239,15 @@ test_that("self$add_loss() adds its term to the loss and its gradient, as plain 
                tolerance = 1e-6)
 })
 
+test_that("self$add_loss() under loss scaling (mixed_float16) is a clear error, not an unscaled gradient", {
+  config_set_dtype_policy("mixed_float16")
+  withr::defer(config_set_dtype_policy("float32"))
+  inputs <- keras_input(shape = 3)
+  m <- keras_model(inputs, inputs |> layer_dense(2) |> layer_activity_regularization_guide(0.5))
+  expect_error(m |> compile(optimizer = "sgd", loss = "mse"), class = "mirrored_value_error",
+               regexp = "add_loss")
+})
+
 test_that("self$add_loss() of a batched tensor or of an R value is a clear error", {
   layer_batched <- Layer("BatchedLoss",
     call = function(x) {

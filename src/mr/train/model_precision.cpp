@@ -37,8 +37,9 @@ void Model::compile_precision(const CompileConfig& c) {
              "compile(): the loss scale's dynamic_growth_steps must be an integer >= 1, got ",
              ls.dynamic_growth_steps);
     // What mirrored's skip does not cover yet: steps that only accumulate
-    // (no all-reduce, no flag), the EMA overwrite's copy, constraints and
-    // activity regularizers (their gradient is not scaled).
+    // (no all-reduce, no flag), the EMA overwrite's copy, constraints,
+    // activity regularizers and add_loss() terms (their gradient is not
+    // scaled).
     const OptimizerConfig& o = c.optimizer;
     MR_CHECK(o.gradient_accumulation_steps == 0, value,
              "compile(): loss scaling with gradient_accumulation_steps is not supported yet");
@@ -49,9 +50,15 @@ void Model::compile_precision(const CompileConfig& c) {
                "compile(): loss scaling with weight constraints is not supported yet (",
                graph_->node(p.node).layer ? graph_->node(p.node).layer->class_name() : "layer", " ",
                p.name, " has one)");
-    for (int i = 0; i < graph_->size(); ++i)
+    for (int i = 0; i < graph_->size(); ++i) {
       MR_CHECK(!graph_->node(i).layer || graph_->node(i).layer->activity_regularizer().is_null(),
                value, "compile(): loss scaling with activity regularizers is not supported yet");
+      // self$add_loss() terms: their gradient, like the activity
+      // regularizers', is added in backward without the scale.
+      MR_CHECK(!graph_->node(i).layer || graph_->node(i).layer->added_losses() == 0, value,
+               "compile(): loss scaling with a custom layer's add_loss() is not supported yet (",
+               graph_->node(i).name, " has one); use the float32 or mixed_bfloat16 policy");
+    }
     loss_scale_ = LossScaleState{static_cast<float>(ls.initial_scale), 0, 0, false};
   } else {
     loss_scale_ = LossScaleState{1.0f, 0, 0, false};
