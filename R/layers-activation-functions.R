@@ -12,15 +12,13 @@
 # The Keras config of an activation function: a registered one by its
 # registered name ("package>name"), another as a plain function.
 activation_function_config <- function(fn) {
-  reg <- custom_objects_registry()
-  hit <- names(reg)[vapply(reg, function(o) identical(o, fn), logical(1))]
-  full <- hit[grepl(">", hit, fixed = TRUE)]
-  if (length(full)) {
-    return(list(module = "builtins", class_name = "function", config = sub("^.*>", "", full[[1]]),
-                registered_name = full[[1]]))
+  found <- registered_names(function(o) identical(o, fn))
+  if (!is.null(found$full)) {
+    return(list(module = "builtins", class_name = "function", config = sub("^.*>", "", found$full),
+                registered_name = found$full))
   }
-  name <- if (length(hit)) hit[[1]] else "custom_activation"
-  list(module = "builtins", class_name = "function", config = name, registered_name = "function")
+  list(module = "builtins", class_name = "function", config = found$any %||% "custom_activation",
+       registered_name = "function")
 }
 
 # Whether `activation` is an R function mirrored has no built-in name for.

@@ -88,8 +88,8 @@ MirroredModel <- R6::R6Class("mirrored_model",
       if (length(x) == 1) x[[1]] else x
     },
     # Variable objects (R/variables.R); get_weights() gives the arrays.
-    trainable_weights = function() model_variables(self)[model_weight_trainable(self)],
-    non_trainable_weights = function() model_variables(self)[!model_weight_trainable(self)],
+    trainable_weights = function() Filter(function(v) v$trainable, model_variables(self)),
+    non_trainable_weights = function() Filter(function(v) !v$trainable, model_variables(self)),
     # Each layer once (a shared layer's later calls are not listed again).
     # A nested model is one entry.
     layers = function(value) {

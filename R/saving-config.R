@@ -39,12 +39,9 @@ layer_keras_identity <- function(layer) {
 # The name a Layer() class is registered under (register_keras_serializable():
 # "package>name"), else its class name, as Keras writes registered_name.
 custom_layer_registered_name <- function(class_name) {
-  reg <- custom_objects_registry()
-  hit <- names(reg)[vapply(reg, function(o) {
+  registered_names(function(o) {
     inherits(o, "mirrored_custom_layer_class") && identical(attr(o, "classname"), class_name)
-  }, logical(1))]
-  full <- hit[grepl(">", hit, fixed = TRUE)]
-  if (length(full)) full[[1]] else class_name
+  })$full %||% class_name
 }
 
 # A serialized layer (the entry in the model's "layers" list). `calls`

@@ -95,12 +95,19 @@ register_keras_serializable <- function(object, name = NULL, package = NULL) {
 #' @param obj A registered object.
 #' @export
 get_registered_name <- function(obj) {
+  found <- registered_names(function(o) identical(o, obj))
+  found$full %||% found$any %||% attr(obj, "classname", exact = TRUE) %||%
+    paste(deparse(substitute(obj)), collapse = "")
+}
+
+# The registry's names of the objects `match(o)` accepts: the first
+# "package>name" one (`full`, Keras' registered name) and the first of
+# all (`any`); NULL where there is none.
+registered_names <- function(match) {
   reg <- custom_objects_registry()
-  hit <- names(reg)[vapply(reg, function(o) identical(o, obj), logical(1))]
+  hit <- names(reg)[vapply(reg, match, logical(1))]
   full <- hit[grepl(">", hit, fixed = TRUE)]
-  if (length(full)) return(full[[1]])
-  if (length(hit)) return(hit[[1]])
-  attr(obj, "classname", exact = TRUE) %||% paste(deparse(substitute(obj)), collapse = "")
+  list(full = if (length(full)) full[[1]], any = if (length(hit)) hit[[1]])
 }
 
 #' @rdname set_custom_objects

@@ -30,8 +30,7 @@ KerasVariable <- R6::R6Class("mirrored_variable",
         abort_value("A value assigned to variable {.val {self$path}} must be {length(old)} number{?s} (shape {format(shape(self$shape))}), not {describe(value)}.",
                     call = NULL)
       }
-      w[[private$index]] <- array(as.double(value), dim(old) %||% length(old))
-      if (is.null(dim(old))) w[[private$index]] <- as.double(value)
+      w[[private$index]] <- if (is.null(dim(old))) as.double(value) else array(as.double(value), dim(old))
       private$model$set_weights(w)
       invisible(self)
     },

@@ -118,7 +118,7 @@ class Executor {
   std::vector<RegularizerSpec> activity_;   // per node (Kind::none: none)
   std::vector<char> logits_grad_;           // per node: set_logits_grad()
   std::vector<Layer::LogitsAt> logits_at_;  // per node with logits (Layer::logits_at)
-  bool has_activity_ = false;
+  bool has_activity_ = false;  // activity regularizers or add_loss() terms (activity_penalties)
 };
 
 }  // namespace mr
