@@ -193,7 +193,8 @@ new_layer <- function(class_name, config, dots, call = sys.call(-1)) {
 
 # The InputLayer of a model taking samples of per-sample `shape`.
 input_layer <- function(shape, name = NULL, dtype = "float32", call = sys.call(-1)) {
-  LayerNode$new("InputLayer", list(batch_shape = c(list(NULL), as.list(as.integer(shape))),
+  dims <- lapply(as.integer(shape), function(d) if (is.na(d)) NULL else d)  # NULL: variable length
+  LayerNode$new("InputLayer", list(batch_shape = c(list(NULL), dims),
                                    dtype = dtype, name = name %||% auto_name("input_layer")),
                 call = call)
 }
@@ -226,7 +227,7 @@ is_keras_tensor <- function(x) inherits(x, "mirrored_keras_tensor")
 
 #' @export
 print.mirrored_keras_tensor <- function(x, ...) {
-  cat("<KerasTensor shape=(None", if (length(x$shape)) paste0(", ", paste(x$shape, collapse = ", ")),
+  cat("<KerasTensor shape=(None", if (length(x$shape)) paste0(", ", paste(dim_text(x$shape), collapse = ", ")),
       "), dtype=", x$dtype, ", name=", x$node$layer$name, ">\n", sep = "")
   invisible(x)
 }
@@ -290,7 +291,7 @@ call_layer <- function(layer, x, training = NULL, call = sys.call(-1)) {
   if (is.null(layer$built_weights)) {
     layer$built_weights <- list(shapes = shapes, weights = weights)
   } else if (!identical(layer$built_weights$weights, weights)) {
-    fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(s, collapse = ", "), ")"), ""),
+    fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(dim_text(s), collapse = ", "), ")"), ""),
                               collapse = ", ")
     abort_kind("shape", c("Layer {.val {layer$name}} is shared: it was first called on {fmt(layer$built_weights$shapes)} and is now called on {fmt(shapes)}, which needs other weights.",
                           i = "A shared layer has one set of weights: call it on inputs of compatible shapes."),

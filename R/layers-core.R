@@ -170,20 +170,25 @@ layer_dots <- function(dots, call = sys.call(-1)) {
   if (length(dots) && (is.null(names(dots)) || any(names(dots) == ""))) bad <- c(bad, "<unnamed>")
   if (length(bad)) abort_value("Unknown argument{?s} {.arg {bad}}.", call = call)
   if (!is.null(dots$name)) check_string(dots$name, "name", call = call)
-  if (!is.null(dots$input_shape)) check_fixed_axes(dots$input_shape, "input_shape", call = call)
-  if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", call = call)
+  if (!is.null(dots$input_shape)) check_variable_axes(dots$input_shape, "input_shape", call = call)
+  if (!is.null(dots$input_shape)) dots$input_shape <- check_shape(dots$input_shape, "input_shape", na_ok = TRUE, call = call)
   if (!is.null(dots$trainable)) check_trainable_value(dots$trainable, call = call)
   # A policy name or object (R/mixed-precision.R), kept as its name.
   if (!is.null(dots$dtype)) dots$dtype <- check_dtype_policy(dots$dtype, call_name(call), "dtype", call = call)
   dots
 }
 
-check_shape <- function(shape, arg, call = sys.call(-1)) {
+# na_ok: NA (a variable-length axis: check_variable_axes()) is allowed.
+check_shape <- function(shape, arg, na_ok = FALSE, call = sys.call(-1)) {
   if (is.list(shape)) shape <- shape_dims(shape)  # NULL stays an (unknown) NA
-  ok <- is.numeric(shape) && length(shape) >= 1 && !anyNA(shape) && all(shape >= 1) &&
-    all(shape == round(shape))
-  if (!ok) abort_value("{.arg {arg}} must be a vector of positive whole numbers, not {describe(shape)}.",
-                       call = call)
+  if (na_ok && is.logical(shape) && length(shape) && all(is.na(shape))) shape <- as.numeric(shape)
+  known <- shape[!is.na(shape)]
+  ok <- is.numeric(shape) && length(shape) >= 1 && (na_ok || !anyNA(shape)) && all(known >= 1) &&
+    all(known == round(known))
+  if (!ok) {
+    what <- if (na_ok) "positive whole numbers (or {.code NA} for a variable length)" else "positive whole numbers"
+    abort_value(paste0("{.arg {arg}} must be a vector of ", what, ", not {describe(shape)}."), call = call)
+  }
   as.integer(shape)
 }
 

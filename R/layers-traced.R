@@ -33,7 +33,7 @@ TracedLayerNode <- R6::R6Class("mirrored_traced_layer",
       if (is.null(self$traced_shapes)) {
         self$trace(shapes, call)
       } else if (!identical(shapes, self$traced_shapes)) {
-        fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(s, collapse = ", "), ")"), ""),
+        fmt <- function(ss) paste(vapply(ss, function(s) paste0("(None, ", paste(dim_text(s), collapse = ", "), ")"), ""),
                                   collapse = ", ")
         abort_kind("shape", c("Layer {.val {self$name}} was traced for inputs {fmt(self$traced_shapes)} and is now called on {fmt(shapes)}.",
                               i = "A layer written in R is traced once: call it on inputs of the same shapes."),

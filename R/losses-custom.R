@@ -178,7 +178,15 @@ traced_output_json <- function(model, k, x, call) {
 # compile()'s check: every traced loss and metric of `outputs` traces (on
 # the guessed target shape, which the outputs keep).
 pretrace_outputs <- function(model, outputs, call = sys.call(-1)) {
+  g <- model$graph()
   for (k in seq_along(outputs)) {
+    shape <- g$nodes[[g$outputs[k] + 1L]]$shape
+    if (output_has_traced(outputs[[k]]) && anyNA(shape)) {
+      # Traced graphs have one shape; each batch of this output has its own.
+      abort_value(c("A loss or metric written in R cannot take output {k} of shape {shape_str(c(NA, shape))}, whose length varies by batch (a variable-length input).",
+                    i = "Use a built-in loss and metrics, which take each batch's length, or give the input a fixed length."),
+                  call = call)
+    }
     if (output_has_traced(outputs[[k]])) outputs[[k]]$target_shape <- guess_target_shape(model, k, outputs[[k]], call)
   }
   outputs

@@ -58,12 +58,14 @@ as_part_arrays <- function(x, names, arg, what, call) {
 shape_compatible <- function(got, want) {
   got <- as.integer(got)
   want <- as.integer(want)
+  # NA in `want`: a variable-length axis, any size (R/model.R).
+  if (length(got) == length(want) && anyNA(want)) want[is.na(want)] <- got[is.na(want)]
   identical(got, want) ||
     (length(want) >= 1 && want[length(want)] == 1L && identical(got, want[-length(want)])) ||
     (length(got) >= 1 && got[length(got)] == 1L && identical(got[-length(got)], want))
 }
 
-shape_str <- function(s) paste0("(", paste(s, collapse = ", "), ")")
+shape_str <- function(s) paste0("(", paste(dim_text(s), collapse = ", "), ")")
 
 # Checks the per-sample shapes of the input arrays (builds an unbuilt
 # sequential model from them).
@@ -120,10 +122,13 @@ check_targets <- function(model, ys, n, call = sys.call(-1), retrace = TRUE) {
     positions <- prod(shape) / units
     loss <- model$compiled_outputs[[k]]$loss
     width <- prod(sample_shape(y))
+    # An output whose length follows a variable-length input: the core checks
+    # each batch's targets against that batch's length.
+    variable <- anyNA(shape)
     if (loss$kind == "traced") {
       next  # its graph was traced for these targets (ensure_target_shapes)
     } else if (loss$kind == "sparse_categorical_crossentropy") {
-      if (width != positions) {
+      if (!variable && width != positions) {
         abort_kind("shape", if (positions == 1) "{.arg {lab}} must hold one class index per sample for {.val {loss$name}}, got {width} values per sample." else
           "{.arg {lab}} must hold one class index per position of the output of shape {shape_str(c('None', shape))} ({positions} per sample) for {.val {loss$name}}, got {width} values per sample.",
           call = call)
@@ -136,7 +141,7 @@ check_targets <- function(model, ys, n, call = sys.call(-1), retrace = TRUE) {
         abort_value("{.arg {lab}} must hold class indices in 0..{units - 1} (the output has {units} units); found {bad}.",
                     call = call)
       }
-    } else if (width != prod(shape)) {
+    } else if (!variable && width != prod(shape)) {
       abort_kind("shape", "{.arg {lab}} has {width} values per sample; the model's output has {prod(shape)}.", call = call)
     }
   }

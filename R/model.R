@@ -5,7 +5,18 @@
 #' it (the same function).
 #'
 #' @param shape Per-sample shape, e.g. `784` or `c(28, 28)` (the batch
-#'   dimension is left out).
+#'   dimension is left out). One axis may be `NA` (or `NULL` in a list or
+#'   [shape()]): a variable length, e.g. `c(NA)` for sequences of ids or
+#'   `c(NA, 16)` for sequences of 16 features. Each batch then takes one
+#'   length there (arrays: theirs; datasets: each batch's, e.g. from
+#'   [dataset_padded_batch()]); the model runs every length with the same
+#'   weights, so a layer whose weights would depend on the length (a
+#'   [layer_dense()] after [layer_flatten()]) is an error. Memory is sized for
+#'   the longest length seen; once it has run, shorter ones allocate nothing.
+#'   Losses and metrics written in R need a fixed-length output, and
+#'   [predict()] stacks batches only of one length (else use
+#'   [predict_on_batch()]). More than one variable axis per input is not
+#'   supported yet.
 #' @param batch_size Not used for training (batches may have any size);
 #'   accepted for compatibility.
 #' @param dtype The input's dtype: `"float32"` (the default), or `"int32"`,
@@ -27,6 +38,8 @@
 #' inputs <- keras_input(shape = 784)
 #' inputs
 #' keras_input(batch_shape = c(NA, 28, 28))
+#' # sequences of any length
+#' keras_input(shape = c(NA), dtype = "int32")
 #' @export
 keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, sparse = NULL, ragged = NULL,
                         batch_shape = NULL, name = NULL, tensor = NULL, optional = FALSE) {
@@ -44,8 +57,8 @@ keras_input <- function(shape = NULL, batch_size = NULL, dtype = NULL, sparse = 
     if (!is.na(batch_shape[[1]])) batch_size <- batch_shape[[1]]
     shape <- batch_shape[-1]
   }
-  check_fixed_axes(shape, if (is.null(batch_shape)) "shape" else "batch_shape")
-  shape <- check_shape(shape, "shape")
+  check_variable_axes(shape, if (is.null(batch_shape)) "shape" else "batch_shape")
+  shape <- check_shape(shape, "shape", na_ok = TRUE)
   check_int(batch_size, "batch_size", min = 1, null_ok = TRUE)
   dtype <- check_input_dtype(dtype, "dtype")
   if (isTRUE(sparse)) abort_not_yet("{.arg sparse} = TRUE (sparse inputs) is not supported yet.")
@@ -65,12 +78,14 @@ shape_dims <- function(x) {
   vapply(x, function(d) if (is.null(d) || (length(d) == 1 && is.na(d))) NA_real_ else as.numeric(d)[1], numeric(1))
 }
 
-# Variable-length axes (NA/NULL after the batch axis) are not built yet.
-check_fixed_axes <- function(shape, arg, call = sys.call(-1)) {
+# Variable-length axes (NA/NULL after the batch axis): each batch takes one
+# length there (the core binds the model's graph to it, src/mr/nn/graph.h);
+# one such axis per input is built.
+check_variable_axes <- function(shape, arg, call = sys.call(-1)) {
   dims <- shape_dims(shape)
-  if ((is.numeric(dims) || is.logical(dims)) && length(dims) && anyNA(dims)) {
-    abort_not_yet(c("Variable-length axes ({.code NA} or {.code NULL} in {.arg {arg}}) are not supported yet; every axis after the batch axis needs a fixed size.",
-                    i = "Pad sequences to one length with {.fn pad_sequences} and give that length, e.g. {.code shape = c(100)}."),
+  if ((is.numeric(dims) || is.logical(dims)) && sum(is.na(dims)) > 1) {
+    abort_not_yet(c("More than one variable-length axis ({.code NA} or {.code NULL} in {.arg {arg}}) is not supported yet; one per input is.",
+                    i = "Give every other axis its size, e.g. {.code shape = c(NA, 64)}."),
                   call = call)
   }
 }
@@ -216,12 +231,12 @@ keras_model_sequential <- function(input_shape = NULL, name = NULL, ..., input_d
     if (length(bs) < 2 || !(is.null(bs[[1]]) || (is.numeric(bs[[1]]) && (is.na(bs[[1]]) || bs[[1]] >= 1)))) {
       abort_value("{.arg input_batch_shape} must be {.code list(NULL, d1, ...)} (batch dimension first), not {describe(input_batch_shape)}.")
     }
-    check_fixed_axes(bs[-1], "input_batch_shape")
-    input_shape <- check_shape(bs[-1], "input_batch_shape")
+    check_variable_axes(bs[-1], "input_batch_shape")
+    input_shape <- check_shape(bs[-1], "input_batch_shape", na_ok = TRUE)
   }
   if (!is.null(input_shape)) {
-    check_fixed_axes(input_shape, "input_shape")
-    input_shape <- check_shape(input_shape, "input_shape")
+    check_variable_axes(input_shape, "input_shape")
+    input_shape <- check_shape(input_shape, "input_shape", na_ok = TRUE)
   }
   check_string(name, "name", null_ok = TRUE)
   check_string(input_name, "input_name", null_ok = TRUE)

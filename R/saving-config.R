@@ -272,10 +272,15 @@ input_shape_from_keras <- function(cfg, what) {
   bs <- cfg_get(cfg, "batch_shape") %||% cfg_get(cfg, "batch_input_shape")
   if (!is.list(bs) || length(bs) < 2) abort_config(what, "InputLayer {.val {cfg$name}} has no batch_shape.")
   dims <- bs[-1]
-  if (any(vapply(dims, function(d) !is.numeric(d) || length(d) != 1 || d < 1, logical(1)))) {
-    abort_config(what, "InputLayer {.val {cfg$name}} has a shape with unknown dimensions; mirrored needs fixed ones.")
+  # null: a variable-length axis (NA; one per input, as keras_input() takes).
+  unknown <- vapply(dims, is.null, logical(1))
+  if (any(vapply(dims[!unknown], function(d) !is.numeric(d) || length(d) != 1 || d < 1, logical(1)))) {
+    abort_config(what, "InputLayer {.val {cfg$name}} has a shape with dimensions that are neither sizes nor null.")
   }
-  as.integer(unlist(dims))
+  if (sum(unknown) > 1) {
+    abort_config(what, "InputLayer {.val {cfg$name}} has {sum(unknown)} variable-length axes; mirrored supports one per input yet.")
+  }
+  vapply(dims, function(d) if (is.null(d)) NA_integer_ else as.integer(d), integer(1))
 }
 
 input_dtype_from_keras <- function(cfg, what) {

@@ -65,3 +65,10 @@ as.numeric.keras_shape <- function(x, ...) as.numeric(as.integer.keras_shape(x))
 
 #' @export
 as.double.keras_shape <- as.numeric.keras_shape
+
+# Dimensions as text, "None" for an unknown (variable-length) one, as Keras
+# prints shapes.
+dim_text <- function(s) {
+  if (!length(s)) return(character())
+  ifelse(is.na(s), "None", format(as.numeric(s), scientific = FALSE, trim = TRUE))
+}

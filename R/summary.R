@@ -113,7 +113,7 @@ summary_model_rows <- function(model) {
   trainable <- vapply(counts, `[`, numeric(1), 1)
   non_trainable <- vapply(counts, `[`, numeric(1), 2)
   params <- trainable + non_trainable
-  shape_of <- function(i) paste0("(None", paste0(", ", nodes[[i + 1]]$shape, collapse = ""), ")")
+  shape_of <- function(i) paste0("(None", paste0(", ", dim_text(nodes[[i + 1]]$shape), collapse = ""), ")")
   entry_key <- function(e) if (is.null(e$model)) e$layer else e$model
   # Rows: each layer or model once (its first call).
   rows_e <- Filter(function(e) e$owner, entries)

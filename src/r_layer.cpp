@@ -3,10 +3,12 @@
 // shapes, trainable) — instead of keeping its own per-class rules.
 #include <Rcpp.h>
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "nn/graph.h"
 #include "nn/layers/registry.h"
 #include "r_glue.h"
 
@@ -14,11 +16,20 @@ using mr_glue::guarded;
 
 namespace {
 
+std::string layer_name(const mr::Json& cfg) {
+  return cfg.is_object() && cfg.contains("name") && cfg["name"].is_string()
+             ? cfg["name"].get<std::string>()
+             : std::string("layer");
+}
+
 std::vector<mr::Shape> to_shapes(const Rcpp::List& shapes) {
   std::vector<mr::Shape> out;
   for (R_xlen_t i = 0; i < shapes.size(); ++i) {
-    const auto d = Rcpp::as<std::vector<double>>(shapes[i]);
-    out.emplace_back(std::vector<int64_t>(d.begin(), d.end()));
+    // NA: a variable-length axis (-1 in the core, nn/graph.h).
+    std::vector<int64_t> dims;
+    for (double v : Rcpp::as<std::vector<double>>(shapes[i]))
+      dims.push_back(std::isnan(v) ? -1 : static_cast<int64_t>(v));
+    out.emplace_back(std::move(dims));
   }
   return out;
 }
@@ -37,9 +48,12 @@ Rcpp::List cpp_layer_spec(std::string class_name, SEXP config, double seed, SEXP
         Rcpp::List::create(Rcpp::Named("config") = mr_glue::json_to_r(mr::layer_config(*layer)));
     if (Rf_isNull(input_shapes)) return out;
     const std::vector<mr::Shape> in = to_shapes(Rcpp::List(input_shapes));
-    const mr::Shape shape = layer->output_shape(in);
-    out["output_shape"] = Rcpp::NumericVector(shape.dims().begin(), shape.dims().end());
-    const auto weights = layer->weights(in);
+    std::vector<mr::WeightSpec> weights;
+    const mr::Shape shape = mr::symbolic_output_shape(*layer, in, layer_name(cfg), &weights);
+    Rcpp::NumericVector dims(shape.dims().begin(), shape.dims().end());
+    for (R_xlen_t i = 0; i < dims.size(); ++i)
+      if (dims[i] < 0) dims[i] = NA_REAL;  // follows a variable length
+    out["output_shape"] = dims;
     Rcpp::CharacterVector names(weights.size());
     Rcpp::List shapes(weights.size());
     Rcpp::LogicalVector trainable(weights.size());

@@ -26,8 +26,9 @@ SEXP output_array(const mr::Model& m, int k, const float* data, size_t n) {
   const int64_t width = m.output_width(k);
   const int64_t rows = width > 0 ? static_cast<int64_t>(n) / width : 0;
   std::vector<int64_t> shape{rows};
-  for (int64_t d : m.graph().out_shape(m.graph().outputs()[static_cast<size_t>(k)]).dims())
-    shape.push_back(d);
+  // The last batch's graph: a variable-length model's outputs follow its lengths.
+  const mr::Shape out = m.output_shape(k);
+  for (int64_t d : out.dims()) shape.push_back(d);
   if (shape.size() == 1) shape.push_back(1);
   return mr_glue::from_row_major(data, shape);
 }

@@ -200,13 +200,16 @@ test_that("Models with multiple inputs and outputs (variable-length int inputs, 
   expect_setequal(unique(as.vector(as.array(tags_data))), c(0, 1))
   expect_equal(dim(priority_targets), c(1280L, 1L))
 
-  # not yet in mirrored: variable-length sequence inputs, shape(NA)
-  expect_error({
-    title_input <- # Variable-length sequence of ints
-      keras_input(shape(NA), name = "title")
-    body_input <-  # Variable-length sequence of ints
-      keras_input(shape(NA), name = "body")
-  }, class = "mirrored_not_yet_error")
+  # The guide's variable-length inputs and their embeddings build (the
+  # LSTMs after them come with the recurrent layers).
+  title_input <- # Variable-length sequence of ints
+    keras_input(shape(NA), name = "title")
+  body_input <-  # Variable-length sequence of ints
+    keras_input(shape(NA), name = "body")
+  title_features <- layer_embedding(title_input, num_words, 64)
+  body_features <- layer_embedding(body_input, num_words, 64)
+  expect_true(is.na(title_features$shape[1]))
+  expect_equal(title_features$shape[2], 64L)
 })
 
 test_that("Models with multiple inputs and outputs: the same topology with fixed-length inputs compiles with per-output losses and trains", {
@@ -342,11 +345,20 @@ test_that("Shared layers: one embedding on two variable-length int32 inputs", {
   p <- predict(m, list(x, x), verbose = 0)
   expect_equal(p[[1]], p[[2]])
   expect_error(predict(m, list(x + 0.5, x), verbose = 0), "whole numbers", class = "mirrored_value_error")
-  # not yet in mirrored: variable-length sequence inputs, shape(NA)
-  expect_error(
-    # Variable-length sequence of integers
-    text_input_a <- keras_input(shape = shape(NA), dtype="int32"),
-    class = "mirrored_not_yet_error")
+  # The guide's variable-length inputs: one embedding, each input its own length.
+  # Variable-length sequence of integers
+  text_input_a <- keras_input(shape = shape(NA), dtype="int32")
+  # Variable-length sequence of integers
+  text_input_b <- keras_input(shape = shape(NA), dtype="int32")
+  # Reuse the same layer to encode both inputs
+  encoded_input_a <- shared_embedding(text_input_a)
+  encoded_input_b <- shared_embedding(text_input_b)
+  v <- keras_model(list(text_input_a, text_input_b), list(encoded_input_a, encoded_input_b))
+  expect_length(v$weights, 1)
+  pv <- predict(v, list(x[, 1:4], x), verbose = 0)
+  expect_equal(dim(pv[[1]]), c(2L, 4L, 128L))
+  expect_equal(pv[[1]], p[[1]][, 1:4, ], tolerance = 1e-6)
+  expect_equal(pv[[2]], p[[2]], tolerance = 1e-6)
 })
 
 test_that("Extract and reuse nodes in the graph of layers (application_vgg19)", {
@@ -489,11 +501,14 @@ test_that("Mix-and-match API styles: a custom RNN layer calling a functional mod
   timesteps <- 10
   input_dim <- 5
 
-  # not yet in mirrored: variable-length axes
-  expect_error(keras_input(shape(NA, units)), class = "mirrored_not_yet_error")
+  # The functional model on a variable-length axis builds and runs on any length.
+  v_inputs <- keras_input(shape(NA, units))
+  v_model <- keras_model(v_inputs, v_inputs |> layer_global_average_pooling_1d() |> layer_dense(units = 1))
+  expect_equal(dim(predict(v_model, array(1, c(2, 7, units)), verbose = 0)), c(2L, 1L))
+  expect_equal(dim(predict(v_model, array(1, c(2, 3, units)), verbose = 0)), c(2L, 1L))
   # keras_input(batch_shape = shape(...)) as the section writes it below
   expect_equal(keras_input(batch_shape = shape(16, timesteps, input_dim))$shape, c(10L, 5L))
-  skip("not yet: variable-length inputs (keras_input(shape(NA, units))), and a model called inside a custom layer's call()")
+  skip("not yet: a model called inside a custom layer's call()")
   # Define a Functional model
   inputs <- keras_input(shape(NA, units))
   outputs <- inputs |>

@@ -44,14 +44,17 @@ test_that("keras_model_sequential(input_dtype =) and input_layer(dtype =)", {
   expect_equal(dim(predict(model, matrix(c(0L, 1L, 3L), 1), verbose = 0)), c(1L, 3L, 2L))
 })
 
-test_that("dtypes not supported yet and variable-length axes are not-yet errors naming the argument", {
+test_that("dtypes not supported yet and a second variable-length axis are not-yet errors naming the argument", {
   expect_error(keras_input(shape = 3, dtype = "float16"), class = "mirrored_not_yet_error",
                regexp = "dtype")
-  expect_error(keras_input(shape = c(NA, 3)), class = "mirrored_not_yet_error", regexp = "shape")
-  expect_error(keras_input(shape = shape(NULL, 3)), class = "mirrored_not_yet_error")
-  expect_error(keras_model_sequential(input_shape = c(NA, 3)), class = "mirrored_not_yet_error",
+  expect_error(keras_input(shape = c(NA, NA)), class = "mirrored_not_yet_error", regexp = "shape")
+  expect_error(keras_input(shape = shape(NULL, NULL, 3)), class = "mirrored_not_yet_error")
+  expect_error(keras_model_sequential(input_shape = c(NA, NA, 3)), class = "mirrored_not_yet_error",
                regexp = "input_shape")
-  expect_error(layer_dense(units = 2, input_shape = c(NA, 4)), class = "mirrored_not_yet_error")
+  expect_error(layer_dense(units = 2, input_shape = c(NA, NA, 4)), class = "mirrored_not_yet_error")
+  # one variable axis is built (test-variable-length.R)
+  expect_true(is.na(keras_input(shape = shape(NULL, 3))$shape[1]))
+  expect_true(is.na((keras_model_sequential(input_shape = c(NA, 3)) |> layer_dense(2))$output$shape[1]))
   expect_error(keras_input(shape = 3, dtype = "complex"), class = "mirrored_error")
 })
 

@@ -104,6 +104,11 @@ struct LossParams {
   // as Keras' apply_mask does, so that sum / global rows is the mean over
   // the valid rows ("sum_over_batch_size" of a masked loss).
   float valid_weight = 1.0f;
+  // Every row's loss and gradient times position_weight: 1 / the positions
+  // per sample of a variable-length output's batch (nn/graph.h), so that
+  // the logged loss weighs each batch's mean by its samples, as Keras'
+  // loss tracker does, whatever its length. 1 otherwise.
+  float position_weight = 1.0f;
   float delta = 1.0f;                  // huber
   float alpha = 0.25f;                 // focal crossentropies
   float gamma = 2.0f;                  // focal crossentropies

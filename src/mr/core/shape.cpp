@@ -21,7 +21,13 @@ Shape Shape::with_batch(int64_t batch) const {
 std::string Shape::str_with_batch() const {
   std::ostringstream os;
   os << "(None";
-  for (int64_t d : dims_) os << ", " << d;
+  for (int64_t d : dims_) {
+    os << ", ";
+    if (d < 0)
+      os << "None";  // a variable-length axis
+    else
+      os << d;
+  }
   os << ")";
   return os.str();
 }
@@ -29,7 +35,13 @@ std::string Shape::str_with_batch() const {
 std::string Shape::str() const {
   std::ostringstream os;
   os << "(";
-  for (size_t i = 0; i < dims_.size(); ++i) os << (i ? ", " : "") << dims_[i];
+  for (size_t i = 0; i < dims_.size(); ++i) {
+    os << (i ? ", " : "");
+    if (dims_[i] < 0)
+      os << "None";
+    else
+      os << dims_[i];
+  }
   if (dims_.size() == 1) os << ",";
   os << ")";
   return os.str();

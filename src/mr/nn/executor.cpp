@@ -6,8 +6,10 @@
 
 namespace mr {
 
-Executor::Executor(const Graph& graph, Backend& be)
-    : graph_(graph), be_(be), work_(nullptr, DeviceFree{&be}) {
+Executor::Executor(const Graph& graph, Backend& be, std::shared_ptr<Workspace> workspace)
+    : graph_(graph),
+      be_(be),
+      work_(workspace ? std::move(workspace) : std::make_shared<Workspace>(be)) {
   buf_.resize(static_cast<size_t>(graph.size()));
   grad_written_.assign(static_cast<size_t>(graph.size()), 0);
   param_grad_written_.assign(static_cast<size_t>(graph.size()), 0);
@@ -42,7 +44,10 @@ void Executor::activity_penalties(const Pass& p, double* acc) {
 }
 
 void Executor::reserve(int64_t rows) {
-  if (rows <= capacity_) return;
+  if (rows <= capacity_) {
+    activate();
+    return;
+  }
   int64_t total = 0, widest = 0;
   auto take = [&](int64_t floats) {
     const int64_t off = total;
@@ -73,16 +78,25 @@ void Executor::reserve(int64_t rows) {
   for (int i = 0; i < graph_.size(); ++i)
     if (graph_.node(i).shares >= 0) shared = std::max(shared, graph_.param_floats(i));
   param_scratch_ = shared > 0 ? take(shared) : -1;
-  work_ = be_.allocate(static_cast<size_t>(total) * sizeof(float));
+  work_->ensure(total);
   // Backend resources the layers' ops need (cuDNN plans and workspace), made
   // here so that no step allocates them.
   for (int i = 0; i < graph_.size(); ++i)
     if (!graph_.node(i).inputs.empty()) graph_.layer(i).prepare(be_, graph_.in_shapes(i), rows);
-  // i15-users: values layers keep in their (new) work regions (Layer::prepare_work).
+  capacity_ = rows;
+  work_->holder = nullptr;  // the regions moved: activate() rewrites them
+  activate();
+}
+
+void Executor::activate() {
+  if (capacity_ == 0) return;
+  if (work_->holder == this && prepared_generation_ == work_->generation()) return;
+  // i15-users: values layers keep in their work regions (Layer::prepare_work).
   for (int i = 0; i < graph_.size(); ++i)
     if (!graph_.node(i).inputs.empty() && buf_[static_cast<size_t>(i)].work >= 0)
       graph_.layer(i).prepare_work(be_, graph_.in_shapes(i), at(buf_[static_cast<size_t>(i)].work));
-  capacity_ = rows;
+  work_->holder = this;
+  prepared_generation_ = work_->generation();
 }
 
 float* Executor::input(int k) {
@@ -90,8 +104,7 @@ float* Executor::input(int k) {
 }
 
 const float* Executor::output(int k) const {
-  const int64_t off = buf_.at(static_cast<size_t>(graph_.outputs().at(k))).out;
-  return static_cast<const float*>(work_.get()) + off;
+  return at(buf_.at(static_cast<size_t>(graph_.outputs().at(k))).out);
 }
 
 float* Executor::output_grad(int k) {
@@ -117,7 +130,7 @@ Activation Executor::output_logits_activation(int k) const {
 const float* Executor::output_logits(int k, int64_t rows) const {
   const int node = graph_.outputs().at(static_cast<size_t>(k));
   const Layer::LogitsAt& z = logits_at_[static_cast<size_t>(node)];
-  const auto* base = static_cast<const float*>(work_.get());
+  const float* base = work_->data();
   if (z.first_input) return base + buf_[static_cast<size_t>(graph_.node(node).inputs[0])].out;
   return base + buf_[static_cast<size_t>(node)].aux + z.aux_floats_before * rows;
 }
@@ -131,6 +144,8 @@ void Executor::set_logits_grad(int k, bool on) {
 void Executor::forward(const Pass& p) {
   MR_CHECK(p.rows <= capacity_, internal, "batch of ", p.rows, " rows exceeds workspace of ",
            capacity_);
+  MR_CHECK(capacity_ == 0 || work_->holder == this, internal,
+           "an executor ran on a workspace another one holds (activate() first)");
   SoloContext solo;
   ReplicaContext& ctx = p.ctx != nullptr ? *p.ctx : solo;
   const StepScalars* scalars = p.scalars;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/backend.h"
@@ -27,9 +28,44 @@ class GradReadyListener {
   virtual void nodes_done(int node) = 0;
 };
 
+// A replica's activation memory. The executors of one model's graph
+// variants (Graph::bind: one per length of a variable-length input) share
+// it: one runs at a time, each lays out its buffers from the start, and it
+// is sized for the largest layout any of them reserved, so that once the
+// longest length has run no other allocates. Values a layer keeps in its
+// work region across steps (Layer::prepare_work) belong to the executor
+// that wrote them last (`holder`): Executor::activate() rewrites its own.
+class Workspace {
+ public:
+  explicit Workspace(Backend& be) : be_(be), buf_(nullptr, DeviceFree{&be}) {}
+  float* data() const { return static_cast<float*>(buf_.get()); }
+  int64_t floats() const { return floats_; }
+  // Grows to at least `floats` (contents are not kept); outside steps.
+  void ensure(int64_t floats) {
+    if (floats <= floats_) return;
+    buf_ = be_.allocate(static_cast<size_t>(floats) * sizeof(float));
+    floats_ = floats;
+    ++generation_;
+  }
+  uint64_t generation() const { return generation_; }
+  const void* holder = nullptr;
+
+ private:
+  Backend& be_;
+  DeviceBuffer buf_;
+  int64_t floats_ = 0;
+  uint64_t generation_ = 0;
+};
+
 class Executor {
  public:
-  Executor(const Graph& graph, Backend& be);
+  // `workspace`: shared with the executors of the graph's other variants;
+  // null: the executor's own.
+  Executor(const Graph& graph, Backend& be, std::shared_ptr<Workspace> workspace = nullptr);
+  // Before a pass of this executor when another executor of its workspace
+  // may have run since (outside steps): rewrites the values its layers keep
+  // in their work regions. reserve() does it too.
+  void activate();
 
   // Makes room for batches of up to `rows` samples (grows, never shrinks).
   void reserve(int64_t rows);
@@ -101,14 +137,13 @@ class Executor {
   struct NodeBuffers {
     int64_t out = -1, grad = -1, aux = -1, work = -1;  // offsets in floats into work_, -1 = none
   };
-  float* at(int64_t offset) {
-    return offset < 0 ? nullptr : static_cast<float*>(work_.get()) + offset;
-  }
+  float* at(int64_t offset) const { return offset < 0 ? nullptr : work_->data() + offset; }
 
   const Graph& graph_;
   Backend& be_;
   int64_t capacity_ = 0;
-  DeviceBuffer work_;
+  std::shared_ptr<Workspace> work_;
+  uint64_t prepared_generation_ = 0;  // work_'s generation when activate() last wrote it
   std::vector<NodeBuffers> buf_;
   int64_t scratch_ = -1;      // for nodes whose output feeds several consumers
   int64_t scratch_slot_ = 0;  // floats per input slot of scratch_

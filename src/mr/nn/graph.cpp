@@ -6,12 +6,51 @@
 
 namespace mr {
 
-Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs)
+namespace {
+// The one -1 axis of an input's declared shape, or -1 when it has none.
+int find_variable_axis(const Shape& s, const std::string& name) {
+  int axis = -1;
+  for (int d = 0; d < s.rank(); ++d) {
+    if (s[d] >= 0) continue;
+    if (axis >= 0)
+      fail(ErrorKind::value, "input '", name, "' has more than one variable-length axis ",
+           s.str_with_batch(), "; one per input is supported (give the other axes a size)");
+    axis = d;
+  }
+  return axis;
+}
+Shape with_dim(const Shape& s, int axis, int64_t value) {
+  std::vector<int64_t> d = s.dims();
+  d.at(static_cast<size_t>(axis)) = value;
+  return Shape(d);
+}
+// Marks -1 the dims of `a` that differ in `b` (two probes of one shape).
+Shape mark_variable(const Shape& a, const Shape& b) {
+  std::vector<int64_t> d = a.dims();
+  for (size_t i = 0; i < d.size() && i < b.dims().size(); ++i)
+    if (d[i] != b.dims()[i]) d[i] = -1;
+  return Shape(d);
+}
+}  // namespace
+
+Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs,
+             std::vector<int64_t> lengths)
     : nodes_(std::move(nodes)), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
   const int n = size();
   MR_CHECK(n > 0, value, "a model needs at least one layer");
   MR_CHECK(!inputs_.empty(), value, "a model needs at least one input");
   MR_CHECK(!outputs_.empty(), value, "a model needs at least one output");
+  MR_CHECK(lengths.empty() || lengths.size() == inputs_.size(), internal, "graph bound to ",
+           lengths.size(), " lengths for ", inputs_.size(), " inputs");
+  std::vector<int> input_of(static_cast<size_t>(n), -1);  // node -> model input
+  for (size_t k = 0; k < inputs_.size(); ++k) {
+    const int i = inputs_[k];
+    MR_CHECK(i >= 0 && i < n && nodes_[static_cast<size_t>(i)].inputs.empty(), value,
+             "model input ", i, " is not an input node");
+    input_of[static_cast<size_t>(i)] = static_cast<int>(k);
+  }
+  variable_axis_.assign(inputs_.size(), -1);
+  lengths_.assign(inputs_.size(), -1);
   out_shapes_.resize(static_cast<size_t>(n));
   node_params_.resize(static_cast<size_t>(n));
   node_states_.resize(static_cast<size_t>(n));
@@ -38,6 +77,20 @@ Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<
     const Layer& layer = this->layer(i);
     const std::vector<Shape> in = in_shapes(i);
     out_shapes_[static_cast<size_t>(i)] = layer.output_shape(in);
+    if (const int k = input_of[static_cast<size_t>(i)]; k >= 0) {
+      // A variable-length input takes its bound length (or the probe's).
+      const Shape& declared = out_shapes_[static_cast<size_t>(i)];
+      const int axis = find_variable_axis(declared, nd.name);
+      variable_axis_[static_cast<size_t>(k)] = axis;
+      if (axis >= 0) {
+        const int64_t len = lengths.empty() ? kProbeLength : lengths[static_cast<size_t>(k)];
+        MR_CHECK(len >= 1, shape, "input '", nd.name, "' of shape ", declared.str_with_batch(),
+                 " needs a length of at least 1 on its variable axis, got ", len);
+        out_shapes_[static_cast<size_t>(i)] = with_dim(declared, axis, len);
+        lengths_[static_cast<size_t>(k)] = len;
+        variable_ = true;
+      }
+    }
     aux_per_row_[static_cast<size_t>(i)] = layer.aux_per_row(in);
     work_floats_[static_cast<size_t>(i)] = layer.work_floats(in);
     bool upstream = false;
@@ -77,11 +130,78 @@ Graph::Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<
     }
     needs_grad_[static_cast<size_t>(i)] = upstream ? 1 : 0;
   }
-  for (int i : inputs_) {
-    MR_CHECK(i >= 0 && i < n && nodes_[static_cast<size_t>(i)].inputs.empty(), value,
-             "model input ", i, " is not an input node");
-  }
   for (int o : outputs_) MR_CHECK(o >= 0 && o < n, value, "model output ", o, " is not a node");
+  if (variable_ && lengths.empty()) {
+    // The graph of the declared shapes: a second probe says which dims
+    // follow the lengths and that no variable does.
+    std::vector<int64_t> second(inputs_.size(), -1);
+    for (size_t k = 0; k < second.size(); ++k)
+      if (variable_axis_[k] >= 0) second[k] = kProbeLength2;
+    const Graph probe(nodes_, inputs_, outputs_, second);
+    check_same_variables(probe);
+    symbolic_.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i)
+      symbolic_[static_cast<size_t>(i)] =
+          mark_variable(out_shapes_[static_cast<size_t>(i)], probe.out_shape(i));
+  }
+}
+
+void Graph::check_same_variables(const Graph& other) const {
+  auto same = [&](const std::vector<Param>& a, const std::vector<Param>& b, const char* what) {
+    MR_CHECK(a.size() == b.size(), shape, "the model's ", what,
+             " depend on the length of its variable-length input");
+    for (size_t j = 0; j < a.size(); ++j) {
+      if (a[j].shape == b[j].shape && a[j].offset == b[j].offset) continue;
+      fail(ErrorKind::shape, "layer '", nodes_[static_cast<size_t>(a[j].node)].name,
+           "' needs a weight '", a[j].name, "' whose shape depends on the length of the ",
+           "variable-length input (", a[j].shape.str(), " at one length, ", b[j].shape.str(),
+           " at another): a layer after a variable-length axis must not take that axis as ",
+           "features (e.g. Flatten then Dense); pool over it (layer_global_average_pooling_1d) ",
+           "or give the input a fixed length");
+    }
+  };
+  same(params_, other.params_, "weights");
+  same(states_, other.states_, "non-trainable variables");
+}
+
+std::shared_ptr<const Graph> Graph::bind(const std::vector<int64_t>& lengths) const {
+  auto g = std::make_shared<const Graph>(nodes_, inputs_, outputs_, lengths);
+  check_same_variables(*g);
+  return g;
+}
+
+Shape symbolic_output_shape(const Layer& layer, const std::vector<Shape>& in,
+                            const std::string& name, std::vector<WeightSpec>* weights) {
+  bool variable = false;
+  for (const Shape& s : in)
+    for (int64_t d : s.dims()) variable = variable || d < 0;
+  if (!variable) {
+    if (weights != nullptr) *weights = layer.weights(in);
+    return layer.output_shape(in);
+  }
+  auto probe = [&](int64_t len) {
+    std::vector<Shape> bound;
+    for (const Shape& s : in) {
+      std::vector<int64_t> d = s.dims();
+      for (int64_t& v : d)
+        if (v < 0) v = len;
+      bound.emplace_back(d);
+    }
+    return bound;
+  };
+  const std::vector<Shape> a = probe(Graph::kProbeLength), b = probe(Graph::kProbeLength2);
+  const Shape out_a = layer.output_shape(a), out_b = layer.output_shape(b);
+  std::vector<WeightSpec> wa = layer.weights(a);
+  const std::vector<WeightSpec> wb = layer.weights(b);
+  for (size_t j = 0; j < wa.size() && j < wb.size(); ++j)
+    if (wa[j].shape != wb[j].shape)
+      fail(ErrorKind::shape, "layer '", name, "' needs a weight '", wa[j].name,
+           "' whose shape depends on the length of a variable-length axis: a layer after a ",
+           "variable-length axis must not take that axis as features (e.g. Flatten then ",
+           "Dense); pool over it (layer_global_average_pooling_1d) or give the input a fixed "
+           "length");
+  if (weights != nullptr) *weights = std::move(wa);
+  return mark_variable(out_a, out_b);
 }
 
 std::vector<Shape> Graph::in_shapes(int i) const {

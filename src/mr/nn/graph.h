@@ -23,7 +23,9 @@ namespace mr {
 // call is a node with `shares` = the owner's index and no layer of its own.
 struct GraphNode {
   std::string name;
-  std::unique_ptr<Layer> layer;
+  // Immutable once the graph is built; the graphs a variable-length model
+  // binds to each batch's lengths (Graph::bind) share it.
+  std::shared_ptr<const Layer> layer;
   std::vector<int> inputs;  // indices of earlier nodes
   int shares = -1;          // index of the earlier node whose layer and variables it uses
   // keras3's `layer(x, training = FALSE)` / `model(x, training = FALSE)`:
@@ -56,7 +58,36 @@ class Graph {
     int index;  // into params() or states()
   };
 
-  Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs);
+  // `lengths`: one per model input, the length its variable axis takes in
+  // this graph (-1 for an input of fixed shape); empty binds every variable
+  // axis to kProbeLength (the graph R builds: see variable()).
+  Graph(std::vector<GraphNode> nodes, std::vector<int> inputs, std::vector<int> outputs,
+        std::vector<int64_t> lengths = {});
+
+  // ---- variable-length inputs (keras_input(shape = c(NA, ...))) ----
+  // An input whose declared shape has a -1 axis takes batches of any length
+  // there, each batch one length. The graph built from the declared shapes
+  // binds those axes to kProbeLength: its variables and parameter layout are
+  // every length's (checked against a second probe, kProbeLength2: a layer
+  // whose weights would depend on the length is a shape error naming it),
+  // and symbolic_out_shape() marks -1 the dims that follow the lengths. The
+  // step runs each batch on bind(its lengths): the same layers and layout,
+  // the shapes of that length.
+  static constexpr int64_t kProbeLength = 1024;
+  static constexpr int64_t kProbeLength2 = 1536;
+  bool variable() const { return variable_; }
+  // Input k's variable axis (in the per-sample shape), or -1 when it has none.
+  int variable_axis(int k) const { return variable_axis_.at(static_cast<size_t>(k)); }
+  // The lengths this graph was bound to (-1 for fixed inputs).
+  const std::vector<int64_t>& lengths() const { return lengths_; }
+  // Node i's output shape with -1 where it depends on a variable length
+  // (out_shape(i) for a graph without variable inputs).
+  const Shape& symbolic_out_shape(int i) const {
+    return symbolic_.empty() ? out_shape(i) : symbolic_.at(static_cast<size_t>(i));
+  }
+  // This graph's layers and layout at `lengths` (one per model input, -1 for
+  // fixed inputs); throws (shape) when a layer cannot take them.
+  std::shared_ptr<const Graph> bind(const std::vector<int64_t>& lengths) const;
 
   int size() const { return static_cast<int>(nodes_.size()); }
   const GraphNode& node(int i) const { return nodes_.at(static_cast<size_t>(i)); }
@@ -115,8 +146,21 @@ class Graph {
   std::vector<int64_t> aux_per_row_, work_floats_;
   std::vector<char> needs_grad_;
   std::vector<int> consumers_;
+  // Throws (shape) unless `other` has this graph's variables, layout included.
+  void check_same_variables(const Graph& other) const;
   int64_t param_floats_ = 0;
   int64_t state_floats_ = 0;
+  bool variable_ = false;
+  std::vector<int> variable_axis_;
+  std::vector<int64_t> lengths_;
+  std::vector<Shape> symbolic_;  // empty unless variable_ and unbound
 };
+
+// A layer's output shape and weights for inputs whose -1 dims are variable
+// lengths (the R side's symbolic tensors): probed at Graph::kProbeLength and
+// kProbeLength2, output dims that differ are -1; weights that differ are a
+// shape error naming `name`. Inputs without -1 dims: the layer's own answer.
+Shape symbolic_output_shape(const Layer& layer, const std::vector<Shape>& in,
+                            const std::string& name, std::vector<WeightSpec>* weights = nullptr);
 
 }  // namespace mr

@@ -158,8 +158,9 @@ std::shared_ptr<const Graph> dense_graph(const char* policy) {
   nodes[0].name = "input_layer";
   nodes[0].layer = make_input_layer(Shape{kIn});
   nodes[1].name = "dense";
-  nodes[1].layer = make_dense(kOut, Activation::linear, true, normal(1, 0.5), normal(2, 0.3));
-  nodes[1].layer->set_dtype_policy(parse_dtype_policy(Json(policy), "dense"));
+  auto dense = make_dense(kOut, Activation::linear, true, normal(1, 0.5), normal(2, 0.3));
+  dense->set_dtype_policy(parse_dtype_policy(Json(policy), "dense"));
+  nodes[1].layer = std::move(dense);
   nodes[1].inputs = {0};
   return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0}, std::vector<int>{1});
 }
@@ -238,12 +239,15 @@ std::shared_ptr<const Graph> mlp(const char* policy) {
   nodes[0].name = "input_layer";
   nodes[0].layer = make_input_layer(Shape{kIn});
   nodes[1].name = "dense";
-  nodes[1].layer = make_dense(32, Activation::relu, true, normal(1, 0.3), normal(2, 0.1));
+  auto d1 = make_dense(32, Activation::relu, true, normal(1, 0.3), normal(2, 0.1));
+  auto d2 = make_dense(kOut, Activation::linear, true, normal(3, 0.3), normal(4, 0.1));
+  d1->set_dtype_policy(parse_dtype_policy(Json(policy), "d"));
+  d2->set_dtype_policy(parse_dtype_policy(Json(policy), "d"));
+  nodes[1].layer = std::move(d1);
   nodes[1].inputs = {0};
   nodes[2].name = "dense_1";
-  nodes[2].layer = make_dense(kOut, Activation::linear, true, normal(3, 0.3), normal(4, 0.1));
+  nodes[2].layer = std::move(d2);
   nodes[2].inputs = {1};
-  for (int i : {1, 2}) nodes[i].layer->set_dtype_policy(parse_dtype_policy(Json(policy), "d"));
   return std::make_shared<const Graph>(std::move(nodes), std::vector<int>{0}, std::vector<int>{2});
 }
 

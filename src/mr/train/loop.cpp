@@ -328,8 +328,23 @@ LoopResult predict(Model& model, BatchSource& source, int64_t max_batches, LoopH
   std::vector<float*> dst(static_cast<size_t>(n_out));
   HostBatch batch;
   const bool per_batch = hooks.batch_events();
+  std::vector<Shape> shapes;  // each output's per-sample shape, from the first batch
   while ((max_batches < 0 || res.batches < max_batches) && source.next(batch)) {
     if (per_batch) hooks.on_batch_begin(res.batches);
+    if (batch.rows > 0) {
+      // A variable-length model's outputs follow each batch's lengths: the
+      // batches stack into one array only when they agree.
+      model.select_graph(batch);
+      for (int k = 0; k < n_out; ++k) {
+        if (static_cast<int>(shapes.size()) == k) shapes.push_back(model.output_shape(k));
+        const Shape now = model.output_shape(k);
+        MR_CHECK(now == shapes[static_cast<size_t>(k)], shape, "predict(): batch ", res.batches + 1,
+                 " gives output ", k + 1, " of shape ", now.str_with_batch(),
+                 ", the batches before ", shapes[static_cast<size_t>(k)].str_with_batch(),
+                 ": outputs of different lengths do not stack into one array; predict each "
+                 "batch with predict_on_batch(), or pad the inputs to one length");
+      }
+    }
     for (int k = 0; k < n_out; ++k) {
       std::vector<float>& o = outs[static_cast<size_t>(k)];
       const size_t at = o.size();

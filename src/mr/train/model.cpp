@@ -16,9 +16,10 @@ namespace {
 // Target floats per sample of output o's loss and of its metric m: a traced
 // one takes y_true's whole per-sample shape, a built-in one its width per
 // row times the output's positions (nn/loss.h output_positions).
-int64_t loss_sample_width(const OutputConfig& o) {
+// `positions`: the output's in the batch's graph (Step::positions()).
+int64_t loss_sample_width(const OutputConfig& o, int64_t positions) {
   return o.loss.graph != nullptr ? loss_target_width(o.loss, o.cols)
-                                 : loss_target_width(o.loss, o.cols) * o.positions;
+                                 : loss_target_width(o.loss, o.cols) * positions;
 }
 int64_t metric_sample_width(const MetricConfig& m, const OutputConfig& o) {
   const int64_t w = metric_config_target_width(m, o.cols);
@@ -120,12 +121,14 @@ void Model::compile(const CompileConfig& config, bool keep_optimizer_state) {
     const Shape& shape = graph_->out_shape(graph_->outputs()[k]);
     o.cols = shape.last();
     o.positions = output_positions(shape);
+    compile_variable_output(o, graph_->symbolic_out_shape(graph_->outputs()[k]));
     for (const MetricConfig& m : o.metrics) {
       validate_metric(m, o.cols);
       // The metrics read the loss's targets.
-      MR_CHECK(metric_sample_width(m, o) == loss_sample_width(o), value, "metric '", m.name,
-               "' needs targets of ", metric_sample_width(m, o),
-               " values per sample, but the loss '", o.loss.name, "' takes ", loss_sample_width(o));
+      MR_CHECK(metric_sample_width(m, o) == loss_sample_width(o, o.positions), value, "metric '",
+               m.name, "' needs targets of ", metric_sample_width(m, o),
+               " values per sample, but the loss '", o.loss.name, "' takes ",
+               loss_sample_width(o, o.positions));
     }
   }
   c.loss = c.outputs[0].loss;
@@ -151,6 +154,24 @@ void Model::compile(const CompileConfig& config, bool keep_optimizer_state) {
   step_.configure_logits(config_);  // Keras-TF's logits of softmax / sigmoid outputs
   step_.update().set_loss_scaling(config_.loss_scale.dynamic);  // i14-mpcore
   compiled_ = true;
+}
+
+void Model::compile_variable_output(OutputConfig& o, const Shape& symbolic) const {
+  for (int d = 0; d + 1 < symbolic.rank(); ++d) o.variable = o.variable || symbolic[d] < 0;
+  MR_CHECK(symbolic.rank() == 0 || symbolic.last() >= 0, shape, "output '", o.name, "' has shape ",
+           symbolic.str_with_batch(),
+           ": its last axis follows a variable-length input; losses and metrics need a fixed "
+           "last axis (the values of one position)");
+  if (!o.variable) return;
+  MR_CHECK(o.loss.graph == nullptr, value, "the loss of output '", o.name, "' (shape ",
+           symbolic.str_with_batch(),
+           ") is written in R; on an output whose length varies "
+           "by batch only built-in losses are supported yet");
+  for (const MetricConfig& m : o.metrics)
+    MR_CHECK(m.graph == nullptr && m.kind != MetricKind::state_metric, value, "metric '", m.name,
+             "' of output '", o.name, "' (shape ", symbolic.str_with_batch(),
+             ") is written in R; on an output whose length varies by batch only built-in "
+             "metrics are supported yet");
 }
 
 void Model::set_learning_rate(double lr) {
@@ -205,7 +226,42 @@ void Model::set_accumulator(const std::vector<float>& flat) {
 }
 
 int64_t Model::output_width(int k) const {
-  return graph_->out_shape(graph_->outputs().at(static_cast<size_t>(k))).numel();
+  const Graph& g = step_.active_graph();
+  return g.out_shape(g.outputs().at(static_cast<size_t>(k))).numel();
+}
+
+Shape Model::output_shape(int k) const {
+  const Graph& g = step_.active_graph();
+  return g.out_shape(g.outputs().at(static_cast<size_t>(k)));
+}
+
+void Model::select_graph(const HostBatch& batch) {
+  if (!graph_->variable()) return;
+  const size_t n_in = graph_->inputs().size();
+  MR_CHECK(batch.parts.size() >= n_in, value, "the batch has ", batch.parts.size(),
+           " components; the model needs ", n_in, " input(s)");
+  std::vector<int64_t> lengths(n_in, -1);
+  for (size_t k = 0; k < n_in; ++k) {
+    const int axis = graph_->variable_axis(static_cast<int>(k));
+    if (axis < 0) continue;
+    const Shape& declared = graph_->symbolic_out_shape(graph_->inputs()[k]);
+    const HostComponent& c = batch.parts[k];
+    int64_t len = -1;
+    if (c.rank == declared.rank()) {
+      len = c.dims[static_cast<size_t>(axis)];  // a dataset's element shape says it
+    } else {
+      // Arrays: the width over the fixed axes' product.
+      int64_t fixed = 1;
+      for (int d = 0; d < declared.rank(); ++d)
+        if (d != axis) fixed *= declared[d];
+      len = fixed > 0 && c.width % fixed == 0 ? c.width / fixed : -1;
+    }
+    MR_CHECK(len >= 1, shape, "input ", k + 1, " has ", c.width,
+             " values per sample, which is no length of the model's input shape ",
+             declared.str_with_batch());
+    lengths[k] = len;
+  }
+  step_.select(lengths);
 }
 
 void Model::check_batch(const HostBatch& batch, bool targets) const {
@@ -213,8 +269,9 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
   MR_CHECK(batch.parts.size() >= n_in + (targets ? 1 : 0), value, "the batch has ",
            batch.parts.size(), " components; the model needs ", n_in, " input(s)",
            targets ? " and the targets" : "");
+  const Graph& g = step_.active_graph();  // the batch's (select_graph())
   for (size_t k = 0; k < n_in; ++k) {
-    const Shape& s = graph_->out_shape(graph_->inputs()[k]);
+    const Shape& s = g.out_shape(g.inputs()[k]);
     const HostComponent& c = batch.parts[k];
     if (c.rank >= 0 &&
         !keras_rank_compatible(c.dims.data(), static_cast<size_t>(c.rank), s.dims())) {
@@ -232,12 +289,12 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
              " components; the model needs ", n_in, " input(s) and ", n_out, " target(s)");
     for (size_t k = 0; k < n_out; ++k) {
       const OutputConfig& o = config_.outputs[k];
-      const int64_t want = loss_sample_width(o);
+      const int64_t want = loss_sample_width(o, step_.positions(k));
       MR_CHECK(batch.parts[n_in + k].width == want, shape, "the targets",
                n_out > 1 ? " of output " + std::to_string(k + 1) : std::string(), " have ",
                batch.parts[n_in + k].width, " values per sample; loss ", o.loss.name,
-               " on an output of shape ", graph_->out_shape(graph_->outputs()[k]).str_with_batch(),
-               " needs ", want);
+               " on an output of shape ", g.out_shape(g.outputs()[k]).str_with_batch(), " needs ",
+               want);
     }
     // Sample weights after the targets (weight_part()): one part shared by
     // the outputs or one per output, each one value per sample or (Keras'
@@ -253,10 +310,11 @@ void Model::check_batch(const HostBatch& batch, bool targets) const {
       bool traced = o.loss.graph != nullptr;
       for (const MetricConfig& m : o.metrics) traced = traced || (m.weighted && m.graph != nullptr);
       const std::string which = extra > 1 ? " of output " + std::to_string(k + 1) : std::string();
-      MR_CHECK(got == 1 || got == o.positions, shape, "the sample weights", which, " have ", got,
+      const int64_t positions = step_.positions(k);
+      MR_CHECK(got == 1 || got == positions, shape, "the sample weights", which, " have ", got,
                " values per sample; they take one value per sample",
-               o.positions > 1
-                   ? " or one per position of the output (" + std::to_string(o.positions) + ")"
+               positions > 1
+                   ? " or one per position of the output (" + std::to_string(positions) + ")"
                    : std::string());
       MR_CHECK(got == 1 || !traced, value, "the sample weights", which,
                " have one value per position; a loss or metric written in R takes one value "
@@ -282,6 +340,7 @@ void Model::start_train_step(const HostBatch& batch) {
   // i16: a worker whose shard ended still joins the step with no rows, so
   // that the others' collectives complete.
   MR_CHECK(batch.rows > 0 || replicas_.sharded(), value, "empty batch");
+  select_graph(batch);
   check_batch(batch, true);
   step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
   step_.post_train(batch, config_, begin_train_step());
@@ -294,6 +353,7 @@ void Model::start_eval_step(const HostBatch& batch) {
   MR_CHECK(compiled_, value, "the model must be compiled before evaluation");
   MR_CHECK(!in_flight_, internal, "a step is already in flight");
   if (batch.rows == 0) return;
+  select_graph(batch);
   check_batch(batch, true);
   step_.reserve(batch.rows, target_widths(batch), has_weights(batch));
   step_.post_eval(batch, config_);
@@ -332,6 +392,7 @@ void Model::predict_step(const HostBatch& batch, const std::vector<float*>& outs
   MR_CHECK(outs.size() == graph_->outputs().size(), internal, "predict_step needs ",
            graph_->outputs().size(), " output pointers");
   if (batch.rows == 0) return;
+  select_graph(batch);
   check_batch(batch, false);
   step_.reserve(batch.rows, {});
   step_.predict(batch, outs);
@@ -438,7 +499,9 @@ std::vector<double> Model::read_metrics(bool across_workers) const {
     const OutputConfig& o = config_.outputs[k];
     // A built-in loss summed one value per position (Keras divides by the
     // number of loss values); a traced one already averaged each sample.
-    const double values = seen * static_cast<double>(o.loss.graph != nullptr ? 1 : o.positions);
+    // A variable-length output's rows carried 1 / their batch's positions.
+    const double values =
+        seen * static_cast<double>(o.loss.graph != nullptr || o.variable ? 1 : o.positions);
     const double loss = seen > 0 ? total[off[k]] / values : 0.0;
     raw[0] += static_cast<double>(o.weight) * loss;
     if (config_.outputs.size() > 1) raw.push_back(loss);

@@ -110,7 +110,16 @@ class Model {
   // whose pointer in `outs` (one per output) is not null.
   void predict_step(const HostBatch& batch, const std::vector<float*>& outs);
   int outputs() const { return static_cast<int>(graph_->outputs().size()); }
+  // Output k's floats per sample and per-sample shape in the graph of the
+  // last batch (a variable-length model's depend on its lengths: Step::select).
   int64_t output_width(int k) const;
+  Shape output_shape(int k) const;
+  // A variable-length model (nn/graph.h): selects the graph of the batch's
+  // lengths (checked against the declared shapes), which output_width() and
+  // output_shape() then describe; the steps do it themselves. Between steps.
+  void select_graph(const HostBatch& batch);
+  // How many lengths a variable-length model has run (1 for any other).
+  size_t graph_variants() const { return step_.variants(); }
 
   // The log keys; read_metrics() gives their running means in this order.
   // One output: "loss" then the metric names. Several (Keras 3's keys, sorted
@@ -183,6 +192,10 @@ class Model {
   const GradBuckets& grad_buckets() { return step_.update().buckets(); }
 
  private:
+  // compile(): output o's positions follow a variable-length input when its
+  // symbolic shape has -1 before its last axis; checks what such an output
+  // cannot have (a variable last axis, losses and metrics written in R).
+  void compile_variable_output(OutputConfig& o, const Shape& symbolic) const;
   void check_batch(const HostBatch& batch, bool targets) const;
   // Whether a checked batch carries sample weights (step.h, weight_part()).
   bool has_weights(const HostBatch& batch) const;

@@ -14,6 +14,10 @@ void Model::set_device_input(int mode) {
 }
 
 bool Model::device_input_active() const {
+  // A variable-length model selects each batch's graph on the posting
+  // thread (Step::select), which a batch staged ahead would bypass: it takes
+  // the host path.
+  if (graph_->variable()) return false;
   if (device_input_mode_ >= 0) return device_input_mode_ == 1;
   // Automatic: only a backend with a copy lane gains from it; on the CPU it
   // would only add a copy.
@@ -156,7 +160,7 @@ bool Model::resident_input_for(const std::shared_ptr<const ArrayData>& data) {
     for (int r = 0; r < replicas_.size(); ++r)
       if (replicas_.backend(r).kind() != DeviceKind::cuda) on = kResidentOnCpuByDefault;
   }
-  if (!on || !compiled_) return false;
+  if (!on || !compiled_ || graph_->variable()) return false;  // variable: see above
   return step_.resident().attach(data, resident_budget_);
 }
 

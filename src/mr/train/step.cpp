@@ -69,7 +69,10 @@ int weight_part(size_t parts, size_t n_in, size_t n_out, size_t k) {
 }
 
 struct Step::Replica {
-  std::unique_ptr<Executor> exec;
+  // The selected graph's executor (Step::select); every graph's executor of
+  // this replica lays its buffers out in `ws`.
+  Executor* exec = nullptr;
+  std::shared_ptr<Workspace> ws;
   // One target buffer per model output, sized by reserve().
   std::vector<DeviceBuffer> targets;
   std::vector<int64_t> target_capacity;  // floats
@@ -77,7 +80,8 @@ struct Step::Replica {
   // reserve()); sw[k] points at output k's weights for the step staged last,
   // null when its batch has none.
   std::vector<DeviceBuffer> weights;
-  int64_t weight_capacity = 0;  // rows per buffer (each holds rows x positions floats)
+  int64_t weight_capacity = 0;         // rows per buffer
+  std::vector<int64_t> weight_floats;  // floats per buffer of weights / wide (rows x positions)
   std::vector<const float*> sw;
   // Output k of positions P > 1 (nn/loss.h output_positions): wide[k] holds
   // its per-sample weights repeated over the P positions, as its built-in
@@ -92,6 +96,43 @@ struct Step::Replica {
   std::unique_ptr<Regularization> reg;  // weight regularizers and constraints (i13-reg)
 };
 
+struct Step::Variant {
+  std::shared_ptr<const Graph> owned;  // null for the model's own graph
+  const Graph* graph = nullptr;
+  std::vector<std::unique_ptr<Executor>> execs;  // one per replica
+  std::vector<int64_t> positions;                // per output (output_positions)
+};
+
+Step::Variant& Step::make_variant(const std::vector<int64_t>& lengths,
+                                  std::shared_ptr<const Graph> owned) {
+  auto v = std::make_unique<Variant>();
+  v->owned = std::move(owned);
+  v->graph = v->owned ? v->owned.get() : &graph_;
+  for (int r = 0; r < replicas_.size(); ++r)
+    v->execs.push_back(std::make_unique<Executor>(*v->graph, replicas_.backend(r),
+                                                  reps_[static_cast<size_t>(r)]->ws));
+  for (int o : v->graph->outputs())
+    v->positions.push_back(output_positions(v->graph->out_shape(o)));
+  // The logits settings of configure_logits(), as every graph's.
+  for (size_t k = 0; k < loss_logits_.size(); ++k)
+    for (auto& e : v->execs) e->set_logits_grad(static_cast<int>(k), loss_logits_[k] != 0);
+  Variant& ref = *v;
+  variants_[lengths] = std::move(v);
+  return ref;
+}
+
+void Step::select(const std::vector<int64_t>& lengths) {
+  auto it = variants_.find(lengths);
+  Variant& v = it != variants_.end() ? *it->second : make_variant(lengths, graph_.bind(lengths));
+  if (&v == active_) return;
+  active_ = &v;
+  for (size_t r = 0; r < reps_.size(); ++r) reps_[r]->exec = v.execs[r].get();
+}
+
+const Graph& Step::active_graph() const { return *active_->graph; }
+
+int64_t Step::positions(size_t k) const { return active_->positions.at(k); }
+
 Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
     : graph_(graph),
       replicas_(replicas),
@@ -105,11 +146,13 @@ Step::Step(const Graph& graph, ReplicaSet& replicas, TrainingState& state)
   traced_ = std::make_unique<TracedObjectives>(replicas);   // i15-users
   for (int r = 0; r < replicas.size(); ++r) {
     auto rep = std::make_unique<Replica>();
-    rep->exec = std::make_unique<Executor>(graph, replicas.backend(r));
+    rep->ws = std::make_shared<Workspace>(replicas.backend(r));
     rep->ctx = std::make_unique<CommContext>(replicas, r, &clock_);
     rep->reg = std::make_unique<Regularization>(graph, replicas.backend(r));
     reps_.push_back(std::move(rep));
   }
+  active_ = &make_variant(graph.lengths(), nullptr);
+  for (size_t r = 0; r < reps_.size(); ++r) reps_[r]->exec = active_->execs[r].get();
   // regularization gradients (i13-reg): every replica adds the same penalty
   // gradient to the same reduced gradient (nn/regularization.h); the value
   // is logged by post_train.
@@ -159,7 +202,8 @@ void Step::configure_logits(const CompileConfig& c) {
     }
     logits_act_[k] = act;
     loss_logits_[k] = loss ? 1 : 0;
-    for (auto& rep : reps_) rep->exec->set_logits_grad(kk, loss);
+    for (auto& v : variants_)
+      for (auto& e : v.second->execs) e->set_logits_grad(kk, loss);
   }
   graphs_->invalidate();  // i14-gpu: the steps' ops change
 }
@@ -170,7 +214,8 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
   // Host staging for the largest upload of a slice (pinned memory on a GPU).
   int64_t widest = 0;
   for (int64_t w : target_widths) widest = std::max(widest, w);
-  for (int k : graph_.inputs()) widest = std::max(widest, graph_.out_shape(k).numel());
+  const Graph& g = active_graph();
+  for (int k : g.inputs()) widest = std::max(widest, g.out_shape(k).numel());
   for (int r = 0; r < n; ++r) {
     Replica& rep = *reps_[static_cast<size_t>(r)];
     // Growth moves buffers a captured graph points at (i14-gpu).
@@ -194,18 +239,26 @@ void Step::reserve(int64_t global_rows, const std::vector<int64_t>& target_width
       rep.sw.resize(target_widths.size(), nullptr);
       rep.wide_sw.resize(target_widths.size(), nullptr);
     }
-    if (weights && (rep.weights.size() < target_widths.size() || rep.weight_capacity < rows)) {
+    // Sample weights: rows x positions floats per output (per-position
+    // weights, or per-sample ones repeated over the positions).
+    bool grow = weights && rep.weights.size() < target_widths.size();
+    for (size_t k = 0; weights && !grow && k < target_widths.size(); ++k)
+      grow = rows * active_->positions[k] > rep.weight_floats[k];
+    if (grow) {
       graphs_->invalidate();
       rep.weights.clear();
       rep.wide.clear();
+      rep.weight_floats.clear();
       for (size_t k = 0; k < target_widths.size(); ++k) {
-        const int64_t p = output_positions(graph_.out_shape(graph_.outputs()[k]));
-        const size_t bytes = static_cast<size_t>(rows * p) * sizeof(float);
+        const int64_t p = active_->positions[k];
+        const int64_t floats = std::max(rows, rep.weight_capacity) * p;
+        const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
         rep.weights.push_back(replicas_.backend(r).allocate(bytes));
         rep.wide.push_back(p > 1 ? replicas_.backend(r).allocate(bytes)
                                  : DeviceBuffer(nullptr, DeviceFree{}));
+        rep.weight_floats.push_back(floats);
       }
-      rep.weight_capacity = rows;
+      rep.weight_capacity = std::max(rows, rep.weight_capacity);
     }
   }
   traced_->reserve(rows);  // i15-users: traced losses' and metrics' buffers
@@ -261,8 +314,8 @@ std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool t
         rep.sw[k] = rep.wide_sw[k] = nullptr;
         continue;
       }
-      MR_CHECK(k < rep.weights.size() && count <= rep.weight_capacity, internal,
-               "sample weight buffers not reserved");
+      MR_CHECK(k < rep.weights.size() && count * active_->positions[k] <= rep.weight_floats[k],
+               internal, "sample weight buffers not reserved");
       const int64_t width = batch.parts[static_cast<size_t>(part)].width;
       if (part != staged) {
         put(static_cast<size_t>(part), rep.weights[k].get(), begin * width,
@@ -271,7 +324,7 @@ std::pair<int64_t, int64_t> Step::place(int rank, const HostBatch& batch, bool t
         staged = part;
       }
       rep.sw[k] = width > 1 ? nullptr : staged_at;
-      const int64_t positions = output_positions(graph_.out_shape(graph_.outputs()[k]));
+      const int64_t positions = active_->positions[k];
       if (positions == 1 || width > 1) {
         rep.wide_sw[k] = staged_at;
         continue;
@@ -320,15 +373,18 @@ namespace {
 // targets for the whole batch, called only for a loss that reads them
 // (loss_reads_targets).
 template <class Width, class Targets>
-void fill_loss_params(std::vector<LossParams>& out, const CompileConfig& c, int64_t rows,
-                      Width&& width, Targets&& targets) {
+void fill_loss_params(std::vector<LossParams>& out, const CompileConfig& c,
+                      const std::vector<int64_t>& positions, int64_t rows, Width&& width,
+                      Targets&& targets) {
   out.resize(c.outputs.size());  // allocates once, at the first step
   for (size_t k = 0; k < c.outputs.size(); ++k) {
     // A built-in loss reads rows x positions target rows (OutputConfig).
     const LossConfig& loss = c.outputs[k].loss;
     const float* t = loss_reads_targets(loss) ? targets(k) : nullptr;
-    const int64_t p = loss.graph != nullptr ? 1 : c.outputs[k].positions;
+    const int64_t p = loss.graph != nullptr ? 1 : positions[k];
     out[k] = batch_loss_params(loss, t, rows * p, width(k) / p);
+    // A variable-length output's loss: each batch's mean weighs its samples.
+    if (c.outputs[k].variable) out[k].position_weight = 1.0f / static_cast<float>(p);
   }
 }
 }  // namespace
@@ -344,7 +400,8 @@ void Step::set_batch_params(const HostBatch& batch, const CompileConfig& c) {
   }
   const size_t n_in = graph_.inputs().size();
   fill_loss_params(
-      batch_params_, c, batch.rows, [&](size_t k) { return batch.parts[n_in + k].width; },
+      batch_params_, c, active_->positions, batch.rows,
+      [&](size_t k) { return batch.parts[n_in + k].width; },
       [&](size_t k) { return batch.parts[n_in + k].data; });
 }
 
@@ -371,7 +428,7 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // count x positions rows of o.cols values (OutputConfig).
     const float* sw = rep.sw[k];
     const float* wide_sw = rep.wide_sw[k];
-    const int64_t rows = count * o.positions;
+    const int64_t rows = count * active_->positions[k];
     // Output k's part of the total loss is weight_k * (its sum / (global
     // rows x positions)), Keras' "sum_over_batch_size" over every loss
     // value: its gradient is scaled by weight_k / (global rows x positions).
@@ -379,7 +436,10 @@ void Step::losses(int rank, const CompileConfig& c, int64_t count, float grad_sc
     // still writes the (zero) gradient the backward pass reads.
     float* grad = grad_scale > 0.0f ? rep.exec->output_grad(kk) : nullptr;
     // The loss's per-batch arguments come from the whole global batch.
-    const float loss_scale = grad_scale * o.weight / static_cast<float>(o.positions);
+    // A variable-length output's rows carry 1 / its positions in their loss
+    // arguments (fill_loss_params).
+    const float loss_scale =
+        grad_scale * o.weight / (o.variable ? 1.0f : static_cast<float>(o.positions));
     if (o.loss.graph != nullptr) {  // i15-users: a traced loss
       traced_->loss(rank, o.loss, count, out, tgt, sw, grad_scale * o.weight, grad, sums + at);
     } else if (loss_logits_[k]) {
@@ -424,6 +484,7 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
   graph_key_.global_rows = global_rows;
   graph_key_.parts = batch.parts.size();
   graph_key_.frozen = config.frozen.empty() ? nullptr : config.frozen.data();
+  graph_key_.variant = active_;
   graph_key_.loss = batch_params_;
   const StepMode mode = graphs_->decide(graph_key_, graph_eligible(config));
   replicas_.post([this, &batch, &config, global_rows, iteration, scalars, mode, dynamic](int r) {
@@ -475,8 +536,9 @@ void Step::post_train(const HostBatch& batch, const CompileConfig& config, int64
 void Step::scale_loss_gradients(int rank, int64_t count, const float* loss_scale) {
   Replica& rep = *reps_[static_cast<size_t>(rank)];
   Backend& be = replicas_.backend(rank);
-  for (size_t k = 0; k < graph_.outputs().size(); ++k) {
-    const int64_t n = count * graph_.out_shape(graph_.outputs()[k]).numel();
+  const Graph& g = active_graph();
+  for (size_t k = 0; k < g.outputs().size(); ++k) {
+    const int64_t n = count * g.out_shape(g.outputs()[k]).numel();
     if (n <= 0) continue;
     // grad (n floats) times the one float at loss_scale, in place. A power
     // of two: the same bits as a loss gradient computed with the scale in
@@ -521,7 +583,7 @@ void Step::predict(const HostBatch& batch, const std::vector<float*>& outs) {
     rep.exec->forward(pass(r, begin, count, batch.rows, nullptr));
     for (size_t k = 0; k < outs.size(); ++k) {
       if (outs[k] == nullptr) continue;
-      const int64_t width = graph_.out_shape(graph_.outputs()[k]).numel();
+      const int64_t width = active_graph().out_shape(graph_.outputs()[k]).numel();
       replicas_.backend(r).download(outs[k] + begin * width, rep.exec->output(static_cast<int>(k)),
                                     static_cast<size_t>(count * width) * sizeof(float));
     }
@@ -584,7 +646,7 @@ void Step::prepare_slot(int slot, const HostBatch& batch, const CompileConfig& c
   input_->describe(slot, batch);
   const size_t n_in = graph_.inputs().size();
   fill_loss_params(
-      slot_params_[static_cast<size_t>(slot)], c, batch.rows,
+      slot_params_[static_cast<size_t>(slot)], c, active_->positions, batch.rows,
       [&](size_t k) { return batch.parts[n_in + k].width; },
       [&](size_t k) { return batch.parts[n_in + k].data; });
 }
@@ -613,7 +675,7 @@ void Step::use_resident(const ArrayData& data, const int64_t* order, int64_t row
   // floats per row) as the source would; the others need no gather.
   const size_t n_in = graph_.inputs().size();
   auto width = [&](size_t k) { return data.widths[n_in + k]; };
-  fill_loss_params(resident_params_, c, rows, width, [&](size_t k) {
+  fill_loss_params(resident_params_, c, active_->positions, rows, width, [&](size_t k) {
     const int64_t w = width(k);
     const float* src = data.parts[n_in + k].data();
     resident_targets_.resize(static_cast<size_t>(rows * w));

@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ struct OutputConfig {
   // traced ones see whole samples.
   int64_t cols = 0;
   int64_t positions = 1;
+  // The output's positions follow a variable-length input (nn/graph.h): each
+  // batch has its own (Step::positions()), `positions` is the probe's, and
+  // the loss weighs each row by 1 / the batch's positions
+  // (LossParams::position_weight) instead of dividing the logged sum.
+  bool variable = false;
 };
 
 struct CompileConfig {
@@ -107,6 +113,18 @@ class Step {
 
   std::vector<int64_t> rows_last() const;
 
+  // ---- variable-length inputs (nn/graph.h) ----
+  // The next steps run on the graph bound to `lengths` (one per model input,
+  // -1 for fixed ones; Graph::bind), made the first time those lengths come
+  // and kept: its executors share each replica's workspace. A model without
+  // variable inputs has one graph, its own. Between steps, before reserve().
+  void select(const std::vector<int64_t>& lengths);
+  const Graph& active_graph() const;
+  // Output k's positions per sample (nn/loss.h) in the selected graph.
+  int64_t positions(size_t k) const;
+  // How many graphs (lengths) the model has run so far.
+  size_t variants() const { return variants_.size(); }
+
   // The post-backward pipeline (train/update.h): prepared by compile().
   UpdatePipeline& update() { return update_; }
   // Keras regularizes and constrains trainable variables only (compile()).
@@ -146,6 +164,11 @@ class Step {
   ReplicaSet& replicas_;
   TrainingState& state_;
   std::vector<std::unique_ptr<Replica>> reps_;
+  struct Variant;
+  // Graphs by their inputs' lengths; the model's own graph is the first.
+  std::map<std::vector<int64_t>, std::unique_ptr<Variant>> variants_;
+  Variant* active_ = nullptr;
+  Variant& make_variant(const std::vector<int64_t>& lengths, std::shared_ptr<const Graph> owned);
   UpdatePipeline update_;
   std::vector<LossParams> batch_params_;  // one per output, for the step in flight
   // configure_logits(): per output, the activation whose logits its

@@ -8,15 +8,15 @@ namespace {
 bool same_loss(const LossParams& a, const LossParams& b) {
   return a.from_logits == b.from_logits && a.label_smoothing == b.label_smoothing &&
          a.has_ignore == b.has_ignore && a.ignore_class == b.ignore_class &&
-         a.valid_weight == b.valid_weight && a.delta == b.delta && a.alpha == b.alpha &&
-         a.gamma == b.gamma && a.apply_class_balancing == b.apply_class_balancing &&
-         a.binary_labels == b.binary_labels;
+         a.valid_weight == b.valid_weight && a.position_weight == b.position_weight &&
+         a.delta == b.delta && a.alpha == b.alpha && a.gamma == b.gamma &&
+         a.apply_class_balancing == b.apply_class_balancing && a.binary_labels == b.binary_labels;
 }
 }  // namespace
 
 bool same_key(const StepGraphKey& a, const StepGraphKey& b) {
   if (a.global_rows != b.global_rows || a.parts != b.parts || a.frozen != b.frozen ||
-      a.loss.size() != b.loss.size())
+      a.variant != b.variant || a.loss.size() != b.loss.size())
     return false;
   for (size_t k = 0; k < a.loss.size(); ++k)
     if (!same_loss(a.loss[k], b.loss[k])) return false;

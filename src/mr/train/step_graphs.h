@@ -35,9 +35,10 @@ namespace mr {
 
 struct StepGraphKey {
   int64_t global_rows = -1;
-  size_t parts = 0;              // batch parts (which sample-weight form)
-  const char* frozen = nullptr;  // the compile config's frozen flags
-  std::vector<LossParams> loss;  // each output's per-batch loss arguments
+  size_t parts = 0;               // batch parts (which sample-weight form)
+  const char* frozen = nullptr;   // the compile config's frozen flags
+  const void* variant = nullptr;  // the graph of the batch's lengths (Step::select)
+  std::vector<LossParams> loss;   // each output's per-batch loss arguments
 };
 bool same_key(const StepGraphKey& a, const StepGraphKey& b);
 

@@ -261,6 +261,7 @@ MR_HD double loss_row(LossKind kind, const LossParams& p, int64_t r, int64_t col
   const float* t = target + r * cols;
   float* d = dpred ? dpred + r * cols : nullptr;
   float w = sample_weight ? sample_weight[r] : 1.0f;
+  if (p.position_weight != 1.0f) w *= p.position_weight;
   if (kind == LossKind::sparse_categorical_crossentropy && p.has_ignore) {
     if (target[r] == p.ignore_class) {
       if (d)

@@ -14,11 +14,16 @@ class InputLayer final : public Layer {
     const Json* bs = r.take(key);
     if (bs == nullptr || !bs->is_array() || bs->size() < 2)
       r.bad(key, "a batch shape [null, d1, ...] of rank >= 2");
+    // null: a variable-length axis (-1 here; nn/graph.h binds it per batch).
     std::vector<int64_t> dims;
     for (size_t i = 1; i < bs->size(); ++i) {
       const Json& d = (*bs)[i];
+      if (d.is_null()) {
+        dims.push_back(-1);
+        continue;
+      }
       if (!d.is_number_integer() || d.get<int64_t>() < 1)
-        r.bad(key, "fixed positive dimensions after the batch dimension");
+        r.bad(key, "positive dimensions (or null) after the batch dimension");
       dims.push_back(d.get<int64_t>());
     }
     shape_ = Shape(dims);
@@ -44,7 +49,12 @@ class InputLayer final : public Layer {
   void backward(const BackwardArgs&) const override {}
   Json config() const override {
     Json bs = Json::array({nullptr});
-    for (int64_t d : shape_.dims()) bs.push_back(d);
+    for (int64_t d : shape_.dims()) {
+      if (d < 0)
+        bs.push_back(nullptr);
+      else
+        bs.push_back(d);
+    }
     return Json{{"batch_shape", bs}, {"dtype", dtype_}, {"sparse", false},
                 {"ragged", false},   {"name", name_},   {"optional", false}};
   }
