@@ -27,7 +27,11 @@ trained and saved by mirrored, load in Keras 3 with the same layer policies,
 optimizer, loss-scale settings and state (dynamic_scale, step_counter,
 iterations) and predict the same within bf16 / f16
 tolerance; a mixed_bfloat16 model saved by Keras loads in mirrored with its
-policies and predicts what Keras predicts. Exit status 0 when every check passes.
+policies and predicts what Keras predicts. Variable-length inputs (issue 28): a
+model on Input(shape=(None,)) saved by Keras loads in mirrored, predicts what
+Keras predicts at two lengths and trains on batches of lengths 7, 19 and 3
+to Keras' weights; mirrored's saved model loads in Keras with its None axis.
+Exit status 0 when every check passes.
 
     python3 tools/check-keras-interop.py
 """
@@ -298,6 +302,7 @@ def main():
     check_losses(keras)
     check_metrics(keras, np)
     check_mixed_precision(keras, np)
+    check_variable_length(keras, np)
 
     print(f"{'OK' if not failures else 'FAILED'}: {len(failures)} failure(s)")
     return 1 if failures else 0
@@ -707,6 +712,79 @@ def check_mixed_precision(keras, np):
     theirs = np.loadtxt(os.path.join(tmp, "keras_bf16_pred.csv"), delimiter=",", dtype="float32")
     diff = float(np.max(np.abs(theirs - want_k)) / max(1.0, float(np.max(np.abs(want_k)))))
     check(diff <= 3e-2, f"keras_bf16: mirrored's predictions match Keras' within 3e-2 (relative {diff:.2e})")
+
+
+R_VARIABLE = r"""
+args <- commandArgs(TRUE); out <- args[1]
+lib <- file.path(args[2], ".lib")
+if (dir.exists(lib)) .libPaths(c(lib, .libPaths()))
+library(mirrored)
+read <- function(name, dims) {
+  v <- scan(file.path(out, name), quiet = TRUE)
+  aperm(array(v, rev(dims)), rev(seq_along(dims)))  # numpy writes row-major
+}
+write <- function(a, name) {
+  if (is.null(dim(a))) dim(a) <- length(a)
+  cat(as.vector(aperm(a, rev(seq_along(dim(a))))), file = file.path(out, name), sep = "\n")
+}
+m <- load_model(file.path(out, "keras_variable.keras"))
+writeLines(as.character(is.na(m$input$shape)), file.path(out, "variable_input.txt"))
+for (len in c(7, 3)) {
+  x <- read(paste0("x", len, ".txt"), c(5, len))
+  write(predict(m, x, verbose = 0), paste0("ours_pred", len, ".txt"))
+}
+m |> compile(optimizer = optimizer_sgd(0.5), loss = "mse")
+for (len in c(7, 19, 3)) {
+  train_on_batch(m, read(paste0("x", len, ".txt"), c(5, len)), read(paste0("y", len, ".txt"), c(5, len, 3)))
+}
+w <- get_weights(m)
+write(w[[1]], "ours_embeddings.txt")
+write(w[[2]], "ours_kernel.txt")
+save_model(m, file.path(out, "ours_variable.keras"))
+"""
+
+
+def check_variable_length(keras, np):
+    """A model on a variable-length input (Input(shape=(None,))): saved by
+    Keras, mirrored loads it, predicts what Keras predicts at two lengths and
+    trains on batches of lengths 7, 19 and 3 to Keras' weights; the model
+    mirrored saves loads in Keras with its None axis."""
+    tmp = tempfile.mkdtemp(prefix="mirrored-interop-variable-")
+    rng = np.random.default_rng(4)
+    xs, ys = {}, {}
+    for n in (7, 19, 3):
+        xs[n] = rng.integers(0, 10, (5, n)).astype("int32")
+        ys[n] = rng.standard_normal((5, n, 3)).astype("float32")
+        np.savetxt(os.path.join(tmp, f"x{n}.txt"), xs[n].reshape(-1), fmt="%d")
+        np.savetxt(os.path.join(tmp, f"y{n}.txt"), ys[n].reshape(-1), fmt="%.9g")
+    inp = keras.Input(shape=(None,), dtype="int32")
+    h = keras.layers.Embedding(10, 4)(inp)
+    km = keras.Model(inp, keras.layers.Dense(3, activation="tanh")(h))
+    km.save(os.path.join(tmp, "keras_variable.keras"))
+    want = {n: np.asarray(km.predict(xs[n], verbose=0)) for n in (7, 3)}
+    km.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+    for n in (7, 19, 3):
+        km.train_on_batch(xs[n], ys[n])
+    rfile = os.path.join(tmp, "make.R")
+    with open(rfile, "w") as f:
+        f.write(R_VARIABLE)
+    subprocess.run(["Rscript", rfile, tmp, ROOT], check=True)
+    check(open(os.path.join(tmp, "variable_input.txt")).read().split() == ["TRUE"],
+          "variable length: mirrored loads Keras' Input(shape=(None,)) with its None axis")
+    for n in (7, 3):
+        ours = np.loadtxt(os.path.join(tmp, f"ours_pred{n}.txt")).reshape(want[n].shape)
+        diff = float(np.max(np.abs(ours - want[n])))
+        check(diff <= 1e-5, f"variable length: mirrored predicts Keras' outputs at length {n} (max abs diff {diff:.2e})")
+    emb, kernel = [np.asarray(v) for v in km.weights[:2]]
+    for name, theirs in [("embeddings", emb), ("kernel", kernel)]:
+        ours = np.loadtxt(os.path.join(tmp, f"ours_{name}.txt")).reshape(theirs.shape)
+        diff = float(np.max(np.abs(ours - theirs)))
+        check(diff <= 1e-5, f"variable length: after lengths 7, 19, 3 the {name} match Keras' (max abs diff {diff:.2e})")
+    back = keras.saving.load_model(os.path.join(tmp, "ours_variable.keras"))
+    check(tuple(back.input.shape) == (None, None),
+          f"variable length: Keras loads mirrored's model with input shape {tuple(back.input.shape)}")
+    diff = float(np.max(np.abs(np.asarray(back.predict(xs[19], verbose=0)) - np.asarray(km.predict(xs[19], verbose=0)))))
+    check(diff <= 1e-5, f"variable length: Keras predicts with mirrored's trained model at length 19 (max abs diff {diff:.2e})")
 
 
 if __name__ == "__main__":
